@@ -1,0 +1,3 @@
+"""memsync: keep AI-agent memory stores (Mem0, mnem, Hindsight, Cognee, PMM files) in sync."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,376 @@
+"""The TOML configuration: a validated model, and errors that name the key and what it expects.
+
+Unknown keys are errors (a typo must never be silently ignored) and secrets are never read
+from the config itself: only ``api_key_env`` (a variable's name) or ``api_key_file`` (a path).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from memsync.errors import ConfigError
+
+PROVIDER_TYPES = (
+    "mem0-oss",
+    "mem0-server",
+    "mem0-platform",
+    "mnem",
+    "hindsight",
+    "cognee",
+    "pmm-dir",
+)
+SCOPE_KEYS = ("user_id", "agent_id", "run_id")
+DEFAULT_MAX_CONTENT_BYTES = 1024 * 1024
+
+# Keys that would carry a secret inline; refused with a message that says how to pass one.
+_SECRET_KEYS = {"api_key", "apikey", "key", "token", "secret", "password", "bearer"}
+_SECRET_HINT = (
+    'secrets are never read from the config file; set api_key_env = "VARIABLE_NAME" '
+    '(an environment variable holding the key) or api_key_file = "path/to/file"'
+)
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+
+
+def parse_duration(value: str | int | float) -> float:
+    """'90s', '5m', '1h', '1d' or a number of seconds, as seconds."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration such as '30s', '5m', '1h' or '1d'")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        match = _DURATION.match(value)
+        if not match:
+            raise ValueError(
+                f"expected a duration such as '30s', '5m', '1h' or '1d', got {value!r}"
+            )
+        seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    if seconds <= 0:
+        raise ValueError("expected a duration greater than zero")
+    return seconds
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ProviderBase(_Strict):
+    """Keys every provider accepts."""
+
+    type: str
+    direction: Literal["pull", "push", "both"] = "both"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_inline_secrets(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in data:
+                if str(key).lower() in _SECRET_KEYS:
+                    raise ValueError(f"'{key}': {_SECRET_HINT}")
+        return data
+
+
+class _Authenticated(ProviderBase):
+    api_key_env: str | None = None
+    api_key_file: Path | None = None
+
+    @model_validator(mode="after")
+    def _one_secret_source(self) -> _Authenticated:
+        if self.api_key_env and self.api_key_file:
+            raise ValueError("set api_key_env or api_key_file, not both")
+        return self
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _looks_like_a_name(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+            raise ValueError(
+                "expected the NAME of an environment variable (letters, digits, _), "
+                "not the key itself; " + _SECRET_HINT
+            )
+        return value
+
+
+class _Http(_Authenticated):
+    base_url: str
+    timeout: float = Field(default=30.0, gt=0)
+    allow_insecure_http: bool = False
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+        return value.rstrip("/")
+
+
+def _check_scope(scope: dict[str, str]) -> dict[str, str]:
+    unknown = sorted(set(scope) - set(SCOPE_KEYS))
+    if unknown:
+        raise ValueError(f"unknown scope key(s) {unknown}; allowed: {', '.join(SCOPE_KEYS)}")
+    if not any(scope.get(k) for k in SCOPE_KEYS):
+        raise ValueError(
+            "expected at least one of user_id, agent_id or run_id, e.g. "
+            "scope = { user_id = \"alice\" }; Mem0 has no 'list everything' call"
+        )
+    return scope
+
+
+class Mem0OssConfig(ProviderBase):
+    type: Literal["mem0-oss"]
+    scope: dict[str, str]
+    mem0_config: dict[str, Any] | None = None
+    mem0_config_file: Path | None = None
+    embedder: Literal["config", "hash"] = "config"
+    telemetry: bool = False
+
+    _scope = field_validator("scope")(_check_scope)
+
+    @model_validator(mode="after")
+    def _one_config_source(self) -> Mem0OssConfig:
+        if self.mem0_config is not None and self.mem0_config_file is not None:
+            raise ValueError("set mem0_config or mem0_config_file, not both")
+        return self
+
+
+class Mem0ServerConfig(_Http):
+    type: Literal["mem0-server"]
+    scope: dict[str, str]
+    auth: Literal["api-key", "bearer", "none"] = "api-key"
+
+    _scope = field_validator("scope")(_check_scope)
+
+
+class Mem0PlatformConfig(_Http):
+    type: Literal["mem0-platform"]
+    base_url: str = "https://api.mem0.ai"
+    scope: dict[str, str]
+    org_id: str | None = None
+    project_id: str | None = None
+    lookback: float = 600.0
+
+    _scope = field_validator("scope")(_check_scope)
+    _lookback = field_validator("lookback", mode="before")(
+        classmethod(lambda cls, v: parse_duration(v))
+    )
+
+
+class MnemConfig(ProviderBase):
+    type: Literal["mnem"]
+    path: Path
+    branch: str | None = None
+
+
+class HindsightConfig(_Http):
+    type: Literal["hindsight"]
+    bank: str | None = None
+    lookback: float = 600.0
+
+    _lookback = field_validator("lookback", mode="before")(
+        classmethod(lambda cls, v: parse_duration(v))
+    )
+
+
+class CogneeConfig(_Http):
+    type: Literal["cognee"]
+    dataset: str
+
+
+class PmmDirConfig(ProviderBase):
+    type: Literal["pmm-dir"]
+    path: Path
+    scope_key: str | None = None
+
+
+ProviderConfig = Annotated[
+    Mem0OssConfig
+    | Mem0ServerConfig
+    | Mem0PlatformConfig
+    | MnemConfig
+    | HindsightConfig
+    | CogneeConfig
+    | PmmDirConfig,
+    Field(discriminator="type"),
+]
+
+
+class SyncConfig(_Strict):
+    active: str
+    conflict: Literal["error", "active", "newest", "keep-both"] = "newest"
+    max_delete: float = 25.0
+    max_delete_count: int = Field(default=100, ge=0)
+    interval: float = 300.0
+    full_scan_interval: float = 3600.0
+    max_attempts: int = Field(default=5, ge=1)
+
+    _durations = field_validator("interval", "full_scan_interval", mode="before")(
+        classmethod(lambda cls, v: parse_duration(v))
+    )
+
+    @field_validator("max_delete", mode="before")
+    @classmethod
+    def _percentage(cls, value: Any) -> float:
+        text = str(value).strip()
+        match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*%?", text)
+        if not match or isinstance(value, bool):
+            raise ValueError(f'expected a percentage such as "25%", got {value!r}')
+        number = float(match.group(1))
+        if not 0 <= number <= 100:
+            raise ValueError(f"expected a percentage between 0% and 100%, got {value!r}")
+        return number
+
+
+class BackupConfig(_Strict):
+    interval: float = 3600.0
+    keep: int = Field(default=24, ge=1)
+    gzip: bool = False
+
+    _interval = field_validator("interval", mode="before")(
+        classmethod(lambda cls, v: parse_duration(v))
+    )
+
+
+class PmmConfig(_Strict):
+    max_content_bytes: int = Field(default=DEFAULT_MAX_CONTENT_BYTES, gt=0)
+
+
+class Config(_Strict):
+    sync: SyncConfig
+    backup: BackupConfig = BackupConfig()
+    pmm: PmmConfig = PmmConfig()
+    providers: dict[str, ProviderConfig]
+
+    @field_validator("providers")
+    @classmethod
+    def _names(cls, providers: dict[str, Any]) -> dict[str, Any]:
+        if not providers:
+            raise ValueError("expected at least one [providers.NAME] table")
+        for name in providers:
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+                raise ValueError(f"provider name {name!r}: use letters, digits, '-', '_' or '.'")
+        return providers
+
+    @model_validator(mode="after")
+    def _active_is_configured(self) -> Config:
+        if self.sync.active not in self.providers:
+            names = ", ".join(sorted(self.providers)) or "none"
+            raise ValueError(
+                f"sync.active = {self.sync.active!r} names no configured provider "
+                f"(configured: {names})"
+            )
+        return self
+
+    def provider(self, name: str) -> ProviderConfig:
+        """The provider called NAME, or a ConfigError listing the ones that exist."""
+        try:
+            return self.providers[name]
+        except KeyError:
+            names = ", ".join(sorted(self.providers))
+            raise ConfigError(
+                f"no provider named {name!r} in the config (configured: {names})"
+            ) from None
+
+
+def load_config(path: Path) -> Config:
+    """Read, parse and validate the config file; every failure is one ConfigError line."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path}: no config file; create one with `memsync init` or pass --config PATH"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config ({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a UTF-8 text file; is this the right file?") from None
+    return parse_config(text, source=str(path), base_dir=path.parent)
+
+
+def parse_config(text: str, *, source: str = "config", base_dir: Path | None = None) -> Config:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: invalid TOML: {exc}") from None
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {describe_validation_error(exc)}") from None
+    return _resolve_paths(config, base_dir or Path.cwd())
+
+
+def _resolve_paths(config: Config, base_dir: Path) -> Config:
+    """Expand ~ and make relative paths relative to the config file's directory."""
+
+    def fix(path: Path | None) -> Path | None:
+        if path is None:
+            return None
+        expanded = Path(os.path.expandvars(str(path))).expanduser()
+        return expanded if expanded.is_absolute() else (base_dir / expanded)
+
+    providers: dict[str, Any] = {}
+    for name, provider in config.providers.items():
+        updates: dict[str, Any] = {}
+        for key in ("path", "api_key_file", "mem0_config_file"):
+            if getattr(provider, key, None) is not None:
+                updates[key] = fix(getattr(provider, key))
+        providers[name] = provider.model_copy(update=updates) if updates else provider
+    return config.model_copy(update={"providers": providers})
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """The first problem as 'key.path: what is expected', plus a count of the others."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    location = _dotted(first["loc"])
+    message = _explain(first)
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    return f"{location}: {message}{more}" if location else f"{message}{more}"
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for i, part in enumerate(loc):
+        # The discriminated union inserts the provider type into the location; drop it.
+        if i >= 2 and loc[0] == "providers" and part in PROVIDER_TYPES and i == 2:
+            continue
+        if isinstance(part, str) and part.startswith("function-"):
+            continue
+        parts.append(str(part))
+    return ".".join(parts)
+
+
+def _explain(error: Any) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return "unknown key (check its spelling; see `memsync init` for every key)"
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "union_tag_invalid":
+        return f"unknown provider type; expected one of {', '.join(PROVIDER_TYPES)}"
+    if kind == "union_tag_not_found":
+        return f"missing 'type'; expected one of {', '.join(PROVIDER_TYPES)}"
+    message = str(error["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if message.startswith(prefix):
+            message = message[len(prefix) :]
+    if kind.startswith("literal_error"):
+        return message.replace("Input should be", "expected")
+    if "input" in error and kind not in ("value_error",):
+        return f"{message.replace('Input should be', 'expected')} (got {error['input']!r})"
+    return message

@@ -1,0 +1,237 @@
+"""Export a provider to a PMM file, and import a PMM file into a provider, with honest reports.
+
+Import reads the header before anything is written (an invalid header writes nothing), then
+imports the good records and lists the bad ones by line or index. ``skip_duplicates`` skips a
+record whose id or content hash already exists in the same scope; ``overwrite`` replaces a
+memory with the same id and creates the rest. Duplicate lookups live in a temporary SQLite
+file, so neither side of an import has to fit in memory.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from memsync.errors import ProviderError
+from memsync.pmm import Format, Header, Rejected, open_pmm, write_pmm_file, write_pmm_stream
+from memsync.providers.base import Provider, WriteOp
+from memsync.records import Outgoing, Record, Skipped
+
+Strategy = Literal["skip_duplicates", "overwrite"]
+BATCH = 500
+Progress = Callable[[int], None]
+
+
+@dataclass
+class ExportReport:
+    provider: str
+    count: int = 0
+    complete: bool = True
+    partial_reason: str | None = None
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "exported": self.count,
+            "complete": self.complete,
+            "partial_reason": self.partial_reason,
+            "skipped": [s.as_dict() for s in self.skipped],
+        }
+
+
+def export_provider(
+    provider: Provider,
+    *,
+    output: Path | IO[str],
+    fmt: Format = "jsonl",
+    progress: Progress | None = None,
+) -> ExportReport:
+    """Stream every memory of a provider's scope into a PMM file (atomically) or stream."""
+    report = ExportReport(provider.name)
+    listing = provider.listing()
+
+    def records() -> Iterator[Record]:
+        for page in listing.pages():
+            report.skipped.extend(page.skipped)
+            for record in page.records:
+                record.origin = provider.origin_of(record)
+                yield record
+            if progress:
+                progress(len(page.records))
+
+    header = Header(source_provider=provider.family, scope=provider.describe_scope())
+    if isinstance(output, Path):
+        report.count = write_pmm_file(output, header, records(), fmt)
+    else:
+        report.count = write_pmm_stream(output, header, records(), fmt)
+    report.complete = listing.complete
+    report.partial_reason = listing.partial_reason
+    return report
+
+
+@dataclass
+class ImportReport:
+    target: str
+    dry_run: bool = False
+    imported: int = 0
+    updated: int = 0
+    skipped_duplicate: list[str] = field(default_factory=list)
+    skipped_empty: list[str] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    failed: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.rejected and not self.failed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "dry_run": self.dry_run,
+            "imported": self.imported,
+            "updated": self.updated,
+            "skipped": [{"id": i, "reason": "duplicate"} for i in self.skipped_duplicate]
+            + [{"id": i, "reason": "empty content"} for i in self.skipped_empty],
+            "rejected": [r.as_dict() for r in self.rejected],
+            "failed": self.failed,
+        }
+
+
+class _Existing:
+    """The target's ids, origins and content hashes per scope, in a temporary SQLite file."""
+
+    def __init__(self) -> None:
+        self.db = sqlite3.connect("")  # "" = a private temporary file, removed on close
+        self.db.execute("CREATE TABLE ids (scope TEXT, key TEXT, provider_id TEXT)")
+        self.db.execute("CREATE TABLE hashes (scope TEXT, hash TEXT)")
+
+    def load(self, provider: Provider) -> None:
+        for page in provider.listing().pages():
+            rows = []
+            for record in page.records:
+                rows.append((record.scope_key, record.id, record.id))
+                rows.append((record.scope_key, provider.origin_of(record), record.id))
+            self.db.executemany("INSERT INTO ids VALUES (?, ?, ?)", rows)
+            self.db.executemany(
+                "INSERT INTO hashes VALUES (?, ?)",
+                [(r.scope_key, r.content_hash) for r in page.records],
+            )
+        self.db.execute("CREATE INDEX ids_key ON ids (scope, key)")
+        self.db.execute("CREATE INDEX hashes_hash ON hashes (scope, hash)")
+
+    def provider_id(self, scope: str, *keys: str) -> str | None:
+        for key in keys:
+            row = self.db.execute(
+                "SELECT provider_id FROM ids WHERE scope = ? AND key = ?", (scope, key)
+            ).fetchone()
+            if row:
+                return str(row[0])
+        return None
+
+    def has_hash(self, scope: str, content_hash: str) -> bool:
+        row = self.db.execute(
+            "SELECT 1 FROM hashes WHERE scope = ? AND hash = ?", (scope, content_hash)
+        ).fetchone()
+        return row is not None
+
+    def remember(self, scope: str, keys: list[str], content_hash: str) -> None:
+        self.db.executemany("INSERT INTO ids VALUES (?, ?, '')", [(scope, k) for k in keys])
+        self.db.execute("INSERT INTO hashes VALUES (?, ?)", (scope, content_hash))
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def import_file(
+    path: Path,
+    provider: Provider,
+    *,
+    strategy: Strategy = "skip_duplicates",
+    dry_run: bool = False,
+    max_content_bytes: int,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Import a PMM file into a provider; see the module docstring for the rules."""
+    report = ImportReport(provider.name, dry_run=dry_run)
+    with open_pmm(path, max_content_bytes) as reader:  # the header is checked here, first
+        family = reader.header.source_provider
+        existing = _Existing()
+        try:
+            existing.load(provider)
+            batch: list[WriteOp] = []
+            for item in reader:
+                if isinstance(item, Rejected):
+                    report.rejected.append(item)
+                    continue
+                op = _plan_one(item, provider, family, strategy, existing, report)
+                if op is None:
+                    continue
+                if dry_run:
+                    _count(report, op)
+                    continue
+                batch.append(op)
+                if len(batch) >= BATCH:
+                    _flush(provider, batch, report, progress)
+                    batch = []
+            if batch and not dry_run:
+                _flush(provider, batch, report, progress)
+        finally:
+            existing.close()
+    return report
+
+
+def _plan_one(
+    record: Record,
+    provider: Provider,
+    family: str,
+    strategy: Strategy,
+    existing: _Existing,
+    report: ImportReport,
+) -> WriteOp | None:
+    label = record.id or f"sha256:{record.content_hash[:16]}"
+    if not record.content:
+        report.skipped_empty.append(label)
+        return None
+    origin = record.origin or (
+        f"{family}:{record.id}" if record.id else f"pmm:{record.content_hash[:32]}"
+    )
+    scope = provider.scope_key() or record.scope_key
+    keys = [k for k in (record.id, origin) if k]
+    match = existing.provider_id(scope, *keys)
+    item = Outgoing.from_record(record, origin)
+    item.scope_key = scope
+    if strategy == "skip_duplicates" and (
+        match is not None or existing.has_hash(scope, record.content_hash)
+    ):
+        report.skipped_duplicate.append(label)
+        return None
+    existing.remember(scope, keys, record.content_hash)
+    if match:
+        return WriteOp("update", label, item=item, provider_id=match)
+    return WriteOp("create", label, item=item)
+
+
+def _count(report: ImportReport, op: WriteOp) -> None:
+    if op.kind == "update":
+        report.updated += 1
+    else:
+        report.imported += 1
+
+
+def _flush(
+    provider: Provider, batch: list[WriteOp], report: ImportReport, progress: Progress | None
+) -> None:
+    for result in provider.write_many(batch):
+        if result.error is not None:
+            message = (
+                str(result.error) if isinstance(result.error, ProviderError) else repr(result.error)
+            )
+            report.failed.append({"id": result.op.key, "error": message})
+        else:
+            _count(report, result.op)
+    if progress:
+        progress(len(batch))

@@ -1,0 +1,204 @@
+"""The one interface every memory provider implements, and the shapes it speaks in.
+
+A provider lists its memories for its configured scope page by page, gets, creates, updates
+and deletes one memory, and says what it can do. It knows nothing about staging, links or
+plans: that is the engine's business. Preconditions that fail raise typed errors from
+``memsync.errors``; anything that may pass on retry is a ``TransientProviderError``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, ClassVar, Literal
+
+from memsync.errors import ProviderError
+from memsync.records import Outgoing, Record, Skipped
+
+
+def require_content(provider: str, item: Outgoing) -> None:
+    """memsync never writes an empty memory (ADR-0024): refuse before any call is made."""
+    if not item.content:
+        raise ProviderError(
+            f"{provider}: refusing to write a memory with empty content (origin {item.origin})"
+        )
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a provider can do; the engine and the contract suite read these."""
+
+    incremental: bool = False  # lists only what changed since a cursor
+    client_ids: bool = (
+        False  # stores memsync's id as its own (re-create replaces, never duplicates)
+    )
+    batch_writes: bool = False  # write_many is cheaper than one call per record
+    timestamps: bool = True  # keeps a memory's created_at
+    multi_scope: bool = False  # holds several scope_keys at once (pmm-dir)
+    metadata_values: Literal["json", "strings"] = "json"  # what metadata values survive natively
+
+
+@dataclass
+class Page:
+    """One page of a listing: the records, and those listed but not carried (with why)."""
+
+    records: list[Record]
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+class Listing(ABC):
+    """One pass over a provider's memories in its scope.
+
+    Iterate ``pages()`` to the end; only then are ``complete``, ``removed`` and ``cursor``
+    final. ``complete`` is True only when the provider proved it returned everything (no cap
+    reached, no page failed, counts agree) — the engine infers deletes from nothing less.
+    """
+
+    mode: Literal["full", "incremental"] = "full"
+    complete: bool = False
+    removed: list[str]  # ids the provider says were deleted (incremental sources only)
+    cursor: str | None = None  # where the next incremental listing starts; commit after staging
+    partial_reason: str | None = None  # why complete is False, for status
+
+    def __init__(self) -> None:
+        self.removed = []
+
+    @abstractmethod
+    def pages(self) -> Iterator[Page]: ...
+
+    def mark_partial(self, reason: str) -> None:
+        self.complete = False
+        self.partial_reason = reason
+
+
+class SimpleListing(Listing):
+    """A full listing built from a page generator that sets completeness when it ends."""
+
+    def __init__(self, pages: Iterable[Page], *, complete_when_exhausted: bool = True) -> None:
+        super().__init__()
+        self._pages = pages
+        self._complete_when_exhausted = complete_when_exhausted
+
+    def pages(self) -> Iterator[Page]:
+        yield from self._pages
+        if self._complete_when_exhausted and self.partial_reason is None:
+            self.complete = True
+
+
+@dataclass
+class WriteOp:
+    """One write the engine asks for; ``key`` ties the result back to its outbox row."""
+
+    kind: Literal["create", "update", "delete"]
+    key: str
+    item: Outgoing | None = None
+    provider_id: str | None = None
+
+
+@dataclass
+class WriteResult:
+    op: WriteOp
+    record: Record | None = None  # what the provider now holds (None after a delete)
+    error: Exception | None = None
+
+
+class Provider(ABC):
+    """A configured memory provider. Open it for one cycle, use it, close it."""
+
+    type: ClassVar[str]
+    family: ClassVar[str]  # the namespace of ids that originate here: "mem0", "mnem", "pmm"...
+    capabilities: ClassVar[Capabilities] = Capabilities()
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    # lifecycle ------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Acquire whatever handle the provider needs for one cycle (may raise ProviderBusy)."""
+
+    def close(self) -> None:
+        """Release the handle so the application that owns the store can use it again."""
+
+    def __enter__(self) -> Provider:
+        self.open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: builtins.type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # identity -------------------------------------------------------------------------
+
+    @abstractmethod
+    def identity(self) -> str:
+        """Endpoint, store path and scope as one string: when it changes, the mirror resets."""
+
+    @abstractmethod
+    def scope_key(self) -> str:
+        """The PMM scope_key of this provider's records (a user id, bank, dataset...)."""
+
+    def describe_scope(self) -> dict[str, Any]:
+        """The scope as a PMM header object."""
+        return {"scope_key": self.scope_key()}
+
+    def origin_of(self, record: Record) -> str:
+        """The logical memory a record belongs to: its marker, or this provider's own key."""
+        return record.origin or f"{self.family}:{record.id}"
+
+    # reads ----------------------------------------------------------------------------
+
+    def check(self) -> str:
+        """Reach the provider and say in a few words what was found; raise if unreachable."""
+        listing = self.listing()
+        count = sum(len(page.records) for page in listing.pages())
+        return f"reachable, {count} memories in scope"
+
+    @abstractmethod
+    def listing(self, cursor: str | None = None) -> Listing:
+        """A pass over the scope: incremental from cursor when supported, else full."""
+
+    @abstractmethod
+    def get(self, provider_id: str) -> Record | None: ...
+
+    # writes ---------------------------------------------------------------------------
+
+    @abstractmethod
+    def create(self, item: Outgoing) -> Record:
+        """Write a new memory and return it as now held (with the provider's id)."""
+
+    @abstractmethod
+    def update(self, provider_id: str, item: Outgoing) -> Record:
+        """Replace a memory's content and metadata; raise NotFound if it is gone."""
+
+    @abstractmethod
+    def delete(self, provider_id: str) -> None:
+        """Delete a memory; deleting one that is already gone is not an error."""
+
+    def write_many(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
+        """Apply writes, yielding each result as soon as it is durable in the provider.
+
+        Providers with batch calls override this (one commit, one request); the default is
+        one call per op, and one op's failure never stops the others.
+        """
+        for op in ops:
+            try:
+                if op.kind == "create":
+                    assert op.item is not None
+                    yield WriteResult(op, record=self.create(op.item))
+                elif op.kind == "update":
+                    assert op.item is not None and op.provider_id is not None
+                    yield WriteResult(op, record=self.update(op.provider_id, op.item))
+                else:
+                    assert op.provider_id is not None
+                    self.delete(op.provider_id)
+                    yield WriteResult(op)
+            except Exception as exc:
+                yield WriteResult(op, error=exc)

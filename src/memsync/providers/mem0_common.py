@@ -1,0 +1,132 @@
+"""Mem0's record shape and memsync's Record, both ways, for all three Mem0 provider types.
+
+ADR-0024's provenance mapping: ``actor_id`` (or ``role`` when absent) is the source;
+``created_at`` is preserved; ``user_id``/``agent_id``/``run_id`` are the scope; everything else
+Mem0 attaches is kept in ``provenance`` so nothing is dropped. A memory with empty content is
+skipped and reported by its Mem0 id, never carried as an empty memory.
+
+Writes carry memsync's reserved metadata keys: ``memsync_origin`` (the logical memory, so links
+can be rebuilt from Mem0 itself) and ``memsync_provenance`` (provenance Mem0 has no field for).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from memsync.records import ORIGIN_KEY, Outgoing, Record, Skipped
+
+PROVENANCE_KEY = "memsync_provenance"
+ESCAPED_KEY = "memsync_escaped"
+SCOPE_IDS = ("user_id", "agent_id", "run_id")
+# Payload keys Mem0 (2.2.1) owns: a user metadata key with one of these names would be hidden,
+# overwritten, dropped, or obeyed (a past ``expiration_date`` hides the memory). Writes move
+# such keys under ESCAPED_KEY as JSON and reads put them back, so they round-trip unharmed.
+MEM0_OWN_KEYS = frozenset(
+    {
+        "data",
+        "hash",
+        "created_at",
+        "updated_at",
+        "id",
+        "text_lemmatized",
+        "user_id",
+        "agent_id",
+        "run_id",
+        "actor_id",
+        "role",
+        "attributed_to",
+        "expiration_date",
+    }
+)
+# Top-level fields of a Mem0 record that are not provenance: memsync models them directly.
+_MODELLED = {"id", "memory", "hash", "metadata", "created_at", "updated_at", "score"}
+EMPTY_REASON = "empty content"
+
+
+def scope_key_of(scope: Mapping[str, str]) -> str:
+    """The PMM scope_key of a Mem0 scope: its user id, else agent id, else run id."""
+    for key in SCOPE_IDS:
+        if scope.get(key):
+            return scope[key]
+    return ""
+
+
+def version_of(raw: Mapping[str, Any]) -> str | None:
+    """Mem0's version token: the content hash with the update time."""
+    digest, updated = raw.get("hash"), raw.get("updated_at")
+    if not digest and not updated:
+        return None
+    return f"{digest or ''}@{updated or ''}"
+
+
+def record_from_mem0(raw: Mapping[str, Any], scope_key: str) -> Record | Skipped:
+    """A Mem0 record as a memsync Record, or Skipped (by id) when it has no content."""
+    memory_id = str(raw.get("id") or "")
+    text = raw.get("memory")
+    if not isinstance(text, str) or not text.strip():
+        return Skipped(memory_id, EMPTY_REASON)
+    metadata = dict(raw.get("metadata") or {})
+    metadata.update(_decode_object(metadata.pop(ESCAPED_KEY, None)))
+    origin = metadata.pop(ORIGIN_KEY, None)
+    provenance = _decode_provenance(metadata.pop(PROVENANCE_KEY, None))
+    for key, value in raw.items():
+        if key not in _MODELLED and value is not None:
+            provenance[key] = value
+    if "session_id" in provenance and "run_id" not in provenance:
+        provenance["run_id"] = provenance.pop("session_id")  # the Platform's name for run_id
+    source = raw.get("actor_id") or raw.get("role")
+    if source:
+        provenance["source"] = source
+    return Record(
+        id=memory_id,
+        content=text,
+        metadata=metadata,
+        scope_key=scope_key,
+        created_at=_iso(raw.get("created_at")),
+        updated_at=_iso(raw.get("updated_at")),
+        version=version_of(raw),
+        provenance=provenance,
+        origin=origin if isinstance(origin, str) and origin else None,
+    )
+
+
+def metadata_for_mem0(item: Outgoing) -> dict[str, Any]:
+    """The metadata memsync writes with a memory: the user's, the origin, the provenance."""
+    metadata: dict[str, Any] = {k: v for k, v in item.metadata.items() if k not in MEM0_OWN_KEYS}
+    escaped = {k: v for k, v in item.metadata.items() if k in MEM0_OWN_KEYS}
+    if escaped:
+        metadata[ESCAPED_KEY] = json.dumps(escaped, ensure_ascii=False, sort_keys=True)
+    metadata[ORIGIN_KEY] = item.origin
+    provenance = {k: v for k, v in item.provenance.items() if v is not None}
+    if provenance:
+        metadata[PROVENANCE_KEY] = json.dumps(provenance, ensure_ascii=False, sort_keys=True)
+    return metadata
+
+
+def _decode_provenance(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except json.JSONDecodeError:
+            return {"note": value}
+        return decoded if isinstance(decoded, dict) else {"note": value}
+    return {}
+
+
+def _decode_object(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return {}
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)

@@ -1,0 +1,153 @@
+"""The staging database's schema, as numbered migrations recorded in the database itself.
+
+Each migration runs once, in its own transaction, and is recorded in ``schema_migrations``;
+a database whose newest migration is unknown to this memsync is refused, not guessed at.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    sql: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "providers, records, links, journal, outbox, runs, skipped, cursors, conflicts",
+        """
+        CREATE TABLE providers (
+            name TEXT PRIMARY KEY,
+            type TEXT NOT NULL,
+            identity TEXT NOT NULL,
+            first_seen TEXT NOT NULL,
+            last_cycle TEXT  -- JSON summary of the provider's last cycle, for status
+        );
+
+        -- The mirror: each provider's memories as last listed.
+        CREATE TABLE records (
+            provider TEXT NOT NULL,
+            provider_id TEXT NOT NULL,
+            link_id TEXT NOT NULL,
+            content TEXT NOT NULL,
+            metadata TEXT NOT NULL,
+            scope_key TEXT NOT NULL DEFAULT '',
+            created_at TEXT,
+            updated_at TEXT,
+            version TEXT,
+            provenance TEXT NOT NULL DEFAULT '{}',
+            origin TEXT,
+            content_hash TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            fp_version INTEGER NOT NULL,
+            seen_run INTEGER NOT NULL,
+            PRIMARY KEY (provider, provider_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX records_by_link ON records (link_id, provider);
+        CREATE INDEX records_by_hash ON records (provider, scope_key, content_hash);
+
+        -- What memsync last reconciled for each logical memory in each provider: the base
+        -- the planner compares both sides against (a change on both = a conflict).
+        CREATE TABLE links (
+            link_id TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            provider_id TEXT,
+            fingerprint TEXT,
+            content_hash TEXT,
+            synced_at TEXT NOT NULL,
+            PRIMARY KEY (link_id, provider)
+        ) WITHOUT ROWID;
+        CREATE INDEX links_by_provider ON links (provider, provider_id);
+
+        -- The change journal: every version of every memory seen, append-only.
+        CREATE TABLE changes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id INTEGER,
+            at TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            provider_id TEXT NOT NULL,
+            link_id TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('added', 'changed', 'removed', 'written')),
+            content TEXT,
+            metadata TEXT,
+            scope_key TEXT,
+            created_at TEXT,
+            updated_at TEXT,
+            version TEXT,
+            provenance TEXT,
+            fingerprint TEXT,
+            content_hash TEXT
+        );
+        CREATE INDEX changes_by_link ON changes (link_id, seq);
+        CREATE INDEX changes_by_provider ON changes (provider, seq);
+        CREATE INDEX changes_by_run ON changes (run_id, provider);
+
+        -- Replay actions and their outcome, recorded before the next action runs.
+        CREATE TABLE outbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id INTEGER NOT NULL,
+            link_id TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            provider_id TEXT,
+            payload TEXT,
+            state TEXT NOT NULL DEFAULT 'pending'
+                CHECK (state IN ('pending', 'running', 'done', 'failed', 'dead', 'superseded')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            next_attempt_at TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE INDEX outbox_by_state ON outbox (state, provider);
+        CREATE INDEX outbox_by_link ON outbox (link_id, provider, state);
+
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            status TEXT NOT NULL DEFAULT 'running',
+            pid INTEGER,
+            summary TEXT
+        );
+
+        -- Records a provider listed but memsync did not carry, with why (empty content...).
+        CREATE TABLE skipped (
+            run_id INTEGER NOT NULL,
+            provider TEXT NOT NULL,
+            provider_id TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            at TEXT NOT NULL,
+            PRIMARY KEY (run_id, provider, provider_id)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE cursors (
+            provider TEXT PRIMARY KEY,
+            cursor TEXT,
+            full_scan_at TEXT,
+            updated_at TEXT NOT NULL
+        );
+
+        CREATE TABLE conflicts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            link_id TEXT NOT NULL,
+            run_id INTEGER,
+            policy TEXT NOT NULL,
+            state TEXT NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'resolved')),
+            winner TEXT,
+            versions TEXT NOT NULL,  -- JSON: provider -> the version each side held
+            created_at TEXT NOT NULL,
+            resolved_at TEXT,
+            resolution TEXT
+        );
+        CREATE INDEX conflicts_by_state ON conflicts (state, link_id);
+        """,
+    ),
+)
+
+LATEST = MIGRATIONS[-1].version

@@ -1,0 +1,237 @@
+"""The staging store: a local SQLite file (through sqlite-utils) mirroring every provider.
+
+WAL, a busy timeout, and short ``BEGIN IMMEDIATE`` write transactions: a writer takes the lock
+up front instead of failing half-way, and no transaction is ever held across a network call.
+The file is private (0600). A database that cannot be read is an error with a way out
+(``memsync repair``), never treated as empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from memsync.errors import StagingError
+from memsync.paths import make_private_dir
+from memsync.records import FP_VERSION, Record, utc_now_iso
+from memsync.staging.schema import LATEST, MIGRATIONS
+
+BUSY_TIMEOUT_MS = 10_000
+
+_CORRUPT_HINT = (
+    "run `memsync repair` to rebuild it from the providers (the providers hold the memories; "
+    "the staging database is only a cache of them)"
+)
+
+_UPSERT_RECORD = """
+INSERT INTO records (provider, provider_id, link_id, content, metadata, scope_key, created_at,
+    updated_at, version, provenance, origin, content_hash, fingerprint, fp_version, seen_run)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (provider, provider_id) DO UPDATE SET
+    link_id = excluded.link_id, content = excluded.content, metadata = excluded.metadata,
+    scope_key = excluded.scope_key, created_at = excluded.created_at,
+    updated_at = excluded.updated_at, version = excluded.version,
+    provenance = excluded.provenance, origin = excluded.origin,
+    content_hash = excluded.content_hash, fingerprint = excluded.fingerprint,
+    fp_version = excluded.fp_version, seen_run = excluded.seen_run
+"""
+
+RECORD_COLUMNS = (
+    "provider, provider_id, link_id, content, metadata, scope_key, created_at, updated_at, "
+    "version, provenance, origin, content_hash, fingerprint, fp_version, seen_run"
+)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def record_row(provider: str, link_id: str, record: Record, run_id: int) -> tuple[Any, ...]:
+    """A Record as a row of the records table, in RECORD_COLUMNS order."""
+    return (
+        provider,
+        record.id,
+        link_id,
+        record.content,
+        dumps(record.metadata),
+        record.scope_key,
+        record.created_at,
+        record.updated_at,
+        record.version,
+        dumps(record.provenance),
+        record.origin,
+        record.content_hash,
+        record.fingerprint,
+        FP_VERSION,
+        run_id,
+    )
+
+
+def row_record(row: sqlite3.Row | dict[str, Any]) -> Record:
+    """A records-table (or journal) row as a Record."""
+    return Record(
+        id=row["provider_id"],
+        content=row["content"] or "",
+        metadata=json.loads(row["metadata"] or "{}"),
+        scope_key=row["scope_key"] or "",
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        version=row["version"],
+        provenance=json.loads(row["provenance"] or "{}"),
+        origin=row["origin"] if "origin" in row.keys() else None,  # noqa: SIM118 - sqlite3.Row
+    )
+
+
+class StagingStore:
+    """One staging database. Open with ``StagingStore.open(path)``; close when done."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+        self.db = sqlite_utils.Database(conn)
+
+    # opening ------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path, *, create: bool = True) -> StagingStore:
+        path = Path(path)
+        if not path.exists():
+            if not create:
+                raise StagingError(f"{path}: no staging database yet; run `memsync sync` first")
+            make_private_dir(path.parent)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        try:
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as exc:
+            raise StagingError(
+                f"{path}: the staging database is unreadable ({exc}); {_CORRUPT_HINT}"
+            ) from None
+        store = cls(conn, path)
+        try:
+            store.migrate()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if "locked" in str(exc):
+                raise StagingError(
+                    f"{path}: the staging database is locked by another memsync process; "
+                    "wait for it to finish or stop it"
+                ) from None
+            raise StagingError(
+                f"{path}: the staging database is corrupt ({exc}); {_CORRUPT_HINT}"
+            ) from None
+        return store
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.close()
+
+    def __enter__(self) -> StagingStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # schema -------------------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        exists = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+        ).fetchone()
+        if not exists:
+            return 0
+        row = self.conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
+
+    def migrate(self) -> None:
+        """Apply every migration newer than the database, each in its own transaction."""
+        current = self.schema_version()
+        if current > LATEST:
+            raise StagingError(
+                f"{self.path}: the staging database was written by a newer memsync "
+                f"(schema {current}, this one knows {LATEST}); upgrade memsync"
+            )
+        for migration in MIGRATIONS:
+            if migration.version <= current:
+                continue
+            with self.transaction():
+                self.conn.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                    "version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL, description TEXT)"
+                )
+                for statement in _statements(migration.sql):
+                    self.conn.execute(statement)
+                self.conn.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                    (migration.version, utc_now_iso(), migration.description),
+                )
+
+    def check_integrity(self) -> str:
+        """SQLite's own integrity check: 'ok' or the first problem found."""
+        row = self.conn.execute("PRAGMA quick_check").fetchone()
+        return str(row[0])
+
+    # transactions -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A short write transaction that takes the write lock up front (BEGIN IMMEDIATE)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    # records ------------------------------------------------------------------------------
+
+    def upsert_records(self, rows: Iterable[Sequence[Any]]) -> None:
+        """Insert or replace mirror rows (made by ``record_row``) in one statement batch."""
+        self.conn.executemany(_UPSERT_RECORD, rows)
+
+    def count_records(self, provider: str | None = None) -> int:
+        if provider is None:
+            return int(self.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0])
+        return int(
+            self.conn.execute(
+                "SELECT COUNT(*) FROM records WHERE provider = ?", (provider,)
+            ).fetchone()[0]
+        )
+
+    def iter_records(self, provider: str) -> Iterator[Record]:
+        """The mirrored records of a provider, in id order, streamed."""
+        cursor = self.conn.execute(
+            f"SELECT {RECORD_COLUMNS} FROM records WHERE provider = ? ORDER BY provider_id",
+            (provider,),
+        )
+        for row in cursor:
+            yield row_record(row)
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration script into statements (no semicolons inside our own SQL strings)."""
+    buffer: list[str] = []
+    for line in script.splitlines():
+        stripped = line.split("--", 1)[0]
+        buffer.append(stripped)
+        if stripped.rstrip().endswith(";"):
+            statement = "\n".join(buffer).strip()
+            buffer = []
+            if statement.strip(";").strip():
+                yield statement
+    tail = "\n".join(buffer).strip()
+    if tail:
+        yield tail

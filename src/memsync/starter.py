@@ -1,0 +1,49 @@
+"""The commented starter config that ``memsync init`` writes."""
+
+STARTER_CONFIG = """\
+# memsync configuration. Every key is checked when memsync starts: a typo is an error.
+# Reference: `memsync --help`, README.md. Secrets never go in this file (see api_key_env).
+
+[sync]
+active = "mem0"            # the active backend: the centre every other provider syncs with
+conflict = "newest"        # both sides changed: error | active | newest | keep-both
+max_delete = "25%"         # refuse a cycle that would delete more than this share of a provider
+max_delete_count = 100     # ...or more than this many memories at once
+interval = "5m"            # how often the daemon syncs
+# full_scan_interval = "1h"  # incremental providers are listed in full this often (finds deletes)
+# max_attempts = 5           # a failing write is retried this many cycles, then parked as dead
+
+[backup]
+interval = "1h"            # PMM snapshot of every provider's memories
+keep = 24                  # newest snapshots kept
+# gzip = false
+
+# [pmm]
+# max_content_bytes = 1048576  # records with more content are rejected on import
+
+# The open-source Mem0 library, in-process (pip install 'memsync[mem0]').
+[providers.mem0]
+type = "mem0-oss"
+direction = "both"         # pull: into the active backend | push: out of it | both: two-way
+scope = { user_id = "alice" }
+# mem0_config_file = "~/mem0.yaml"   # or mem0_config = { vector_store = { ... } }
+# embedder = "hash"   # offline hashing embedder: for backup/sync only, no semantic search
+
+# A directory of PMM JSONL files, one per scope: a portable copy of everything.
+[providers.backup]
+type = "pmm-dir"
+path = "~/memsync-pmm"
+direction = "push"
+
+# mnem (pip install 'memsync[mnem]'):
+# [providers.mnem]
+# type = "mnem"
+# path = "~/agents/memory"           # the directory holding .mnem
+# direction = "both"
+
+# The hosted Mem0 Platform; the key comes from the environment or a file, never from here:
+# [providers.platform]
+# type = "mem0-platform"
+# scope = { user_id = "alice" }
+# api_key_env = "MEM0_API_KEY"       # or api_key_file = "~/.config/memsync/mem0.key"
+"""

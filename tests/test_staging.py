@@ -1,0 +1,85 @@
+"""The staging store: a real SQLite file, private, migrated, and never mistaken for empty."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memsync.errors import StagingError
+from memsync.records import Record
+from memsync.staging import StagingStore
+from memsync.staging.schema import LATEST
+from memsync.staging.store import record_row
+
+
+def test_new_database_is_private_wal_and_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "staging.db"
+    with StagingStore.open(path) as store:
+        assert store.schema_version() == LATEST
+        assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert store.conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+        tables = {
+            r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+    assert {
+        "providers",
+        "records",
+        "links",
+        "changes",
+        "outbox",
+        "runs",
+        "skipped",
+        "cursors",
+        "conflicts",
+        "schema_migrations",
+    } <= tables
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_migrations_are_recorded_and_run_once(tmp_path: Path) -> None:
+    path = tmp_path / "staging.db"
+    StagingStore.open(path).close()
+    with StagingStore.open(path) as store:
+        rows = store.conn.execute("SELECT version FROM schema_migrations").fetchall()
+    assert [r[0] for r in rows] == list(range(1, LATEST + 1))
+
+
+def test_corrupt_database_is_an_error_with_a_way_out(tmp_path: Path) -> None:
+    path = tmp_path / "staging.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StagingError, match="memsync repair"):
+        StagingStore.open(path)
+    assert path.read_bytes().startswith(b"this is not sqlite")  # never replaced by an empty one
+
+
+def test_database_from_a_newer_memsync_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "staging.db"
+    StagingStore.open(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO schema_migrations VALUES (999, 'x', 'future')")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StagingError, match="newer memsync"):
+        StagingStore.open(path)
+
+
+def test_upsert_replaces_by_provider_and_id(tmp_path: Path) -> None:
+    with StagingStore.open(tmp_path / "s.db") as store:
+        with store.transaction():
+            store.upsert_records([record_row("p", "l1", Record(id="1", content="old"), 1)])
+        with store.transaction():
+            store.upsert_records(
+                [record_row("p", "l1", Record(id="1", content="new", metadata={"k": 1}), 2)]
+            )
+        (record,) = list(store.iter_records("p"))
+    assert (record.content, record.metadata) == ("new", {"k": 1})
+
+
+def test_a_failed_transaction_leaves_nothing_behind(tmp_path: Path) -> None:
+    with StagingStore.open(tmp_path / "s.db") as store:
+        with pytest.raises(RuntimeError), store.transaction():
+            store.upsert_records([record_row("p", "l1", Record(id="1", content="x"), 1)])
+            raise RuntimeError("crash mid-page")
+        assert store.count_records("p") == 0
