@@ -273,3 +273,7 @@ def status(app: App, as_json: bool) -> None:
         print_json(report)
     else:
         render_status(report)
+
+
+# The command modules add themselves to `main` when imported.
+from memsync import cli_sync  # noqa: E402, F401

@@ -19,7 +19,7 @@ class Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
-        "providers, records, links, journal, outbox, runs, skipped, cursors, conflicts",
+        "providers, records, links, link state, journal, outbox, runs, skipped, cursors, conflicts",
         """
         CREATE TABLE providers (
             name TEXT PRIMARY KEY,
@@ -64,6 +64,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         ) WITHOUT ROWID;
         CREATE INDEX links_by_provider ON links (provider, provider_id);
 
+        -- The version of each logical memory memsync last agreed on across providers: a
+        -- provider whose base differs from it is behind (a write to it failed or is pending).
+        CREATE TABLE link_state (
+            link_id TEXT PRIMARY KEY,
+            fingerprint TEXT,
+            content_hash TEXT,
+            deleted INTEGER NOT NULL DEFAULT 0,
+            updated_at TEXT NOT NULL
+        ) WITHOUT ROWID;
+
         -- The change journal: every version of every memory seen, append-only.
         CREATE TABLE changes (
             seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -81,7 +91,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             version TEXT,
             provenance TEXT,
             fingerprint TEXT,
-            content_hash TEXT
+            content_hash TEXT,
+            origin TEXT
         );
         CREATE INDEX changes_by_link ON changes (link_id, seq);
         CREATE INDEX changes_by_provider ON changes (provider, seq);
@@ -138,7 +149,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             link_id TEXT NOT NULL,
             run_id INTEGER,
             policy TEXT NOT NULL,
-            state TEXT NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'resolved')),
+            state TEXT NOT NULL DEFAULT 'open'
+                CHECK (state IN ('open', 'resolving', 'resolved')),
             winner TEXT,
             versions TEXT NOT NULL,  -- JSON: provider -> the version each side held
             created_at TEXT NOT NULL,

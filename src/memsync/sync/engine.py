@@ -1,0 +1,765 @@
+"""One sync cycle: mirror every provider, plan every memory that needs it, replay the plan.
+
+The engine's public entry is ``run_cycle``. Its steps, each safe to interrupt:
+
+1. **mirror** each provider into staging (``mirror.Mirror``), page by page;
+2. find the **dirty** memories by comparing mirror, bases and agreed versions in SQL (state,
+   not events: a crash or a dry run never makes a change invisible to the next cycle);
+3. **plan** each dirty memory with the pure ``plan.plan_link`` and record the decision;
+4. **replay** the actions through the outbox, recording each outcome before the next.
+
+At-least-once replay plus origin markers make it effectively once: a write whose outcome was
+lost in a crash shows up in the next mirror under its origin and is recognised, not redone.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from memsync.config import Config
+from memsync.errors import AuthError, MemsyncError, ProviderBusy
+from memsync.faults import fault_point
+from memsync.providers.base import Provider, WriteOp, WriteResult
+from memsync.records import Outgoing, Record, parse_instant, utc_now_iso
+from memsync.staging.store import RECORD_COLUMNS, StagingStore, dumps, record_row, row_record
+from memsync.sync.mirror import (
+    INSERT_JOURNAL,
+    DeleteLimits,
+    Mirror,
+    MirrorResult,
+    check_identity,
+    journal_row,
+    load_cursor,
+    save_cycle_summary,
+)
+from memsync.sync.plan import Action, Decision, LinkView, Side, Topology, Version, plan_link
+
+log = logging.getLogger(__name__)
+
+PLAN_CHUNK = 500
+REPLAY_BATCH = 200
+BACKOFF_BASE = timedelta(seconds=30)
+BACKOFF_MAX = timedelta(hours=1)
+
+
+@dataclass
+class SyncOptions:
+    only: list[str] | None = None  # --provider: mirror and write only these (and the active)
+    dry_run: bool = False
+    force_delete: bool = False
+    full: bool = False  # list incremental providers in full
+    retry_dead: bool = False
+    stop: threading.Event | None = None  # set by SIGTERM: finish the action in flight, stop
+
+
+@dataclass
+class ProviderOutcome:
+    name: str
+    state: str = "ok"  # ok | partial | busy | refused | error | skipped
+    mirror: MirrorResult | None = None
+    error: str | None = None
+    written: int = 0
+    failed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"state": self.state, "error": self.error}
+        if self.mirror:
+            data.update(self.mirror.as_dict())
+        data.update({"written": self.written, "failed": self.failed})
+        return data
+
+
+@dataclass
+class CycleReport:
+    run_id: int
+    dry_run: bool
+    started_at: str
+    finished_at: str | None = None
+    providers: dict[str, ProviderOutcome] = field(default_factory=dict)
+    planned: list[dict[str, Any]] = field(default_factory=list)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    replayed: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    waiting: int = 0  # actions held back by retry backoff or parked as dead
+    interrupted: bool = False
+
+    @property
+    def refusals(self) -> dict[str, str]:
+        return {
+            n: o.mirror.refused for n, o in self.providers.items() if o.mirror and o.mirror.refused
+        }
+
+    @property
+    def exit_code(self) -> int:
+        if self.refusals:
+            return 6
+        if (
+            self.failures
+            or any(o.state in ("busy", "error") for o in self.providers.values())
+            or any(c.get("state") == "open" for c in self.conflicts)
+        ):
+            return 1
+        return 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "dry_run": self.dry_run,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "providers": {n: o.as_dict() for n, o in self.providers.items()},
+            "actions": self.planned,
+            "replayed": dict(self.replayed),
+            "failures": self.failures,
+            "conflicts": self.conflicts,
+            "refusals": self.refusals,
+            "waiting": self.waiting,
+            "interrupted": self.interrupted,
+            "exit_code": self.exit_code,
+        }
+
+
+class Engine:
+    def __init__(self, config: Config, store: StagingStore, providers: dict[str, Provider]) -> None:
+        self.config = config
+        self.store = store
+        self.providers = providers
+        self.conn = store.conn
+        self.topology = Topology(
+            active=config.sync.active,
+            directions={n: p.direction for n, p in config.providers.items()},
+            policy=config.sync.conflict,
+        )
+
+    # the cycle ----------------------------------------------------------------------------
+
+    def run_cycle(self, options: SyncOptions | None = None) -> CycleReport:
+        options = options or SyncOptions()
+        run_id = self._start_run()
+        report = CycleReport(run_id, options.dry_run, utc_now_iso())
+        selected = self._selected(options)
+        limits = DeleteLimits(
+            self.config.sync.max_delete, self.config.sync.max_delete_count, options.force_delete
+        )
+        for name in self.providers:
+            outcome = ProviderOutcome(name)
+            report.providers[name] = outcome
+            if name not in selected:
+                outcome.state = "skipped"
+                continue
+            self._mirror_one(self.providers[name], run_id, limits, options, outcome)
+            fault_point("cycle:after-mirror")
+        unavailable = frozenset(
+            n for n, o in report.providers.items() if o.state not in ("ok", "partial")
+        )
+        topology = Topology(
+            self.topology.active, self.topology.directions, self.topology.policy, unavailable
+        )
+        self._supersede_stale(run_id, options)
+        self._plan(run_id, topology, report, options)
+        fault_point("cycle:after-plan")
+        if not options.dry_run:
+            self._replay(run_id, topology, report, options)
+        report.finished_at = utc_now_iso()
+        self._finish_run(report)
+        return report
+
+    def _selected(self, options: SyncOptions) -> set[str]:
+        if not options.only:
+            return set(self.providers)
+        return set(options.only) | {self.topology.active}
+
+    def _start_run(self) -> int:
+        import os
+
+        with self.store.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT INTO runs (started_at, status, pid) VALUES (?, 'running', ?)",
+                (utc_now_iso(), os.getpid()),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def _finish_run(self, report: CycleReport) -> None:
+        status = (
+            "interrupted"
+            if report.interrupted
+            else ("ok" if report.exit_code == 0 else "attention")
+        )
+        for name, outcome in report.providers.items():
+            if outcome.state == "skipped":
+                continue
+            summary = outcome.as_dict()
+            summary["skipped"] = len(summary.get("skipped", []))
+            summary["finished_at"] = report.finished_at
+            summary["run_id"] = report.run_id
+            summary["busy"] = outcome.state == "busy"
+            save_cycle_summary(self.store, name, summary)
+        with self.store.transaction() as conn:
+            conn.execute(
+                "UPDATE runs SET finished_at = ?, status = ?, summary = ? WHERE id = ?",
+                (
+                    report.finished_at,
+                    status,
+                    json.dumps(report.as_dict(), default=str),
+                    report.run_id,
+                ),
+            )
+
+    # mirror -------------------------------------------------------------------------------
+
+    def _mirror_one(
+        self,
+        provider: Provider,
+        run_id: int,
+        limits: DeleteLimits,
+        options: SyncOptions,
+        outcome: ProviderOutcome,
+    ) -> None:
+        try:
+            reset = check_identity(self.store, provider)
+            cursor, full_scan_at = load_cursor(self.store, provider.name)
+            if not self._incremental_allowed(provider, cursor, full_scan_at, options):
+                cursor = None
+            with provider:
+                listing = provider.listing(cursor)
+                result = Mirror(self.store, provider, run_id, limits).run(listing)
+            result.reset = reset
+            outcome.mirror = result
+            if result.refused:
+                outcome.state = "refused"
+            elif not result.complete:
+                outcome.state = "partial"
+        except ProviderBusy as exc:
+            outcome.state, outcome.error = "busy", str(exc)
+        except MemsyncError as exc:
+            outcome.state, outcome.error = "error", str(exc)
+        if outcome.error:
+            log.warning("%s: %s", provider.name, outcome.error)
+
+    def _incremental_allowed(
+        self,
+        provider: Provider,
+        cursor: str | None,
+        full_scan_at: str | None,
+        options: SyncOptions,
+    ) -> bool:
+        if options.full or cursor is None or not provider.capabilities.incremental:
+            return False
+        last_full = parse_instant(full_scan_at)
+        if last_full is None:
+            return False
+        age = (datetime.now(UTC) - last_full).total_seconds()
+        return age < self.config.sync.full_scan_interval
+
+    # dirty set ----------------------------------------------------------------------------
+
+    def _mark_dirty(self) -> int:
+        """Every memory where some provider differs from what memsync last reconciled."""
+        conn = self.conn
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS dirty (link_id TEXT PRIMARY KEY)")
+        conn.execute("DELETE FROM temp.dirty")
+        queries = [
+            # a record that is new here, or changed since its base
+            "SELECT r.link_id FROM records r LEFT JOIN links b "
+            "ON b.link_id = r.link_id AND b.provider = r.provider "
+            "WHERE b.fingerprint IS NULL OR b.fingerprint != r.fingerprint",
+            # a base whose record is gone
+            "SELECT b.link_id FROM links b WHERE NOT EXISTS (SELECT 1 FROM records r "
+            "WHERE r.provider = b.provider AND r.link_id = b.link_id)",
+            # a base behind the agreed version (an earlier write failed)
+            "SELECT b.link_id FROM links b JOIN link_state s ON s.link_id = b.link_id "
+            "WHERE s.deleted = 0 AND b.fingerprint != s.fingerprint",
+            # a deleted memory some provider still holds
+            "SELECT s.link_id FROM link_state s JOIN records r ON r.link_id = s.link_id "
+            "WHERE s.deleted = 1",
+            # a conflict the user resolved
+            "SELECT link_id FROM conflicts WHERE state = 'resolving'",
+            # two records of one memory in one provider (a duplicate to clean up)
+            "SELECT link_id FROM records GROUP BY provider, link_id HAVING COUNT(*) > 1",
+        ]
+        for receiver in self._receivers():
+            queries.append(
+                "SELECT s.link_id FROM link_state s WHERE s.deleted = 0 AND NOT EXISTS "
+                "(SELECT 1 FROM links b WHERE b.link_id = s.link_id AND b.provider = "
+                f"{_quote(receiver)})"
+            )
+        for query in queries:
+            conn.execute(f"INSERT OR IGNORE INTO temp.dirty {query}")
+        return int(conn.execute("SELECT COUNT(*) FROM temp.dirty").fetchone()[0])
+
+    def _receivers(self) -> list[str]:
+        return [n for n in self.providers if self.topology.is_receiver(n)]
+
+    # plan ---------------------------------------------------------------------------------
+
+    def _plan(
+        self, run_id: int, topology: Topology, report: CycleReport, options: SyncOptions
+    ) -> None:
+        with self.store.transaction():
+            self._mark_dirty()
+        complete = {
+            n: (o.mirror.complete if o.mirror else True) for n, o in report.providers.items()
+        }
+        for chunk in self._dirty_chunks():
+            views, extras = self._views(chunk, complete)
+            decisions = [plan_link(view, topology) for view in views]
+            duplicates = [
+                a for a in extras if a.target not in topology.unavailable and complete.get(a.target)
+            ]
+            for decision in decisions:
+                for action in decision.actions:
+                    report.planned.append(_action_dict(action))
+            for action in duplicates:
+                report.planned.append(_action_dict(action))
+            if options.dry_run:
+                for decision in decisions:
+                    if decision.conflict:
+                        report.conflicts.append(self._conflict_dict(decision, None))
+                continue
+            with self.store.transaction():
+                for decision in decisions:
+                    self._record_decision(run_id, decision, report, options)
+                for action in duplicates:
+                    self._enqueue(run_id, action, report, options)
+
+    def _dirty_chunks(self) -> Iterator[list[str]]:
+        last = ""
+        while True:
+            rows = self.conn.execute(
+                "SELECT link_id FROM temp.dirty WHERE link_id > ? ORDER BY link_id LIMIT ?",
+                (last, PLAN_CHUNK),
+            ).fetchall()
+            if not rows:
+                return
+            chunk = [r[0] for r in rows]
+            last = chunk[-1]
+            yield chunk
+
+    def _views(
+        self, chunk: list[str], complete: dict[str, bool]
+    ) -> tuple[list[LinkView], list[Action]]:
+        marks = ",".join("?" * len(chunk))
+        current: dict[str, dict[str, list[Version]]] = defaultdict(lambda: defaultdict(list))
+        for row in self.conn.execute(
+            f"SELECT link_id, provider, provider_id, fingerprint, updated_at FROM records "
+            f"WHERE link_id IN ({marks}) ORDER BY provider_id",
+            chunk,
+        ):
+            current[row[0]][row[1]].append(Version(row[2], row[3], row[4]))
+        bases: dict[str, dict[str, tuple[str, str | None]]] = defaultdict(dict)
+        for row in self.conn.execute(
+            "SELECT link_id, provider, fingerprint, provider_id FROM links "
+            f"WHERE link_id IN ({marks})",
+            chunk,
+        ):
+            bases[row[0]][row[1]] = (row[2], row[3])
+        agreed: dict[str, tuple[str | None, bool]] = {}
+        for row in self.conn.execute(
+            f"SELECT link_id, fingerprint, deleted FROM link_state WHERE link_id IN ({marks})",
+            chunk,
+        ):
+            agreed[row[0]] = (row[1], bool(row[2]))
+        forced = {
+            row[0]: row[1]
+            for row in self.conn.execute(
+                f"SELECT link_id, winner FROM conflicts WHERE state = 'resolving' "
+                f"AND link_id IN ({marks})",
+                chunk,
+            )
+        }
+        views: list[LinkView] = []
+        extras: list[Action] = []
+        for link_id in chunk:
+            sides: dict[str, Side] = {}
+            for provider in self.providers:
+                versions = current[link_id].get(provider, [])
+                base_fp, base_id = bases[link_id].get(provider, (None, None))
+                chosen = _pick(versions, base_id)
+                for extra in versions:
+                    if chosen is not None and extra.provider_id != chosen.provider_id:
+                        extras.append(
+                            Action("delete", link_id, provider, provider_id=extra.provider_id)
+                        )
+                sides[provider] = Side(chosen, base_fp, complete.get(provider, True))
+            fp, deleted = agreed.get(link_id, (None, False))
+            views.append(LinkView(link_id, sides, fp, deleted, forced.get(link_id)))
+        return views, extras
+
+    def _record_decision(
+        self, run_id: int, decision: Decision, report: CycleReport, options: SyncOptions
+    ) -> None:
+        conn = self.conn
+        now = utc_now_iso()
+        if decision.conflict is not None:
+            self._store_conflict(run_id, decision, report)
+        if decision.blocked:
+            return
+        if decision.agreed is not None or decision.deleted:
+            conn.execute(
+                "INSERT INTO link_state (link_id, fingerprint, content_hash, deleted, updated_at) "
+                "VALUES (?, ?, (SELECT content_hash FROM records WHERE link_id = ? "
+                "AND fingerprint = ? LIMIT 1), ?, ?) ON CONFLICT (link_id) "
+                "DO UPDATE SET fingerprint = excluded.fingerprint, "
+                "content_hash = excluded.content_hash, deleted = excluded.deleted, "
+                "updated_at = excluded.updated_at",
+                (
+                    decision.link_id,
+                    decision.agreed,
+                    decision.link_id,
+                    decision.agreed,
+                    int(decision.deleted),
+                    now,
+                ),
+            )
+        for provider, fingerprint in decision.acknowledge.items():
+            if fingerprint is None:
+                conn.execute(
+                    "DELETE FROM links WHERE link_id = ? AND provider = ?",
+                    (decision.link_id, provider),
+                )
+            else:
+                conn.execute(
+                    "INSERT INTO links (link_id, provider, provider_id, fingerprint, content_hash, "
+                    "synced_at) SELECT link_id, provider, provider_id, fingerprint, "
+                    "content_hash, ? "
+                    "FROM records WHERE link_id = ? AND provider = ? AND fingerprint = ? LIMIT 1 "
+                    "ON CONFLICT (link_id, provider) DO UPDATE SET "
+                    "provider_id = excluded.provider_id, "
+                    "fingerprint = excluded.fingerprint, content_hash = excluded.content_hash, "
+                    "synced_at = excluded.synced_at",
+                    (now, decision.link_id, provider, fingerprint),
+                )
+        conn.execute(
+            "UPDATE conflicts SET state = 'resolved', resolved_at = ? "
+            "WHERE link_id = ? AND state = 'resolving'",
+            (now, decision.link_id),
+        )
+        for action in decision.actions:
+            self._enqueue(run_id, action, report, options)
+
+    def _store_conflict(self, run_id: int, decision: Decision, report: CycleReport) -> None:
+        conflict = decision.conflict
+        assert conflict is not None
+        conn = self.conn
+        if conflict.winner is None:
+            existing = conn.execute(
+                "SELECT id FROM conflicts WHERE link_id = ? AND state = 'open'", (decision.link_id,)
+            ).fetchone()
+            if existing:
+                report.conflicts.append(self._conflict_dict(decision, existing[0]))
+                return
+        versions = {}
+        for change in conflict.changes:
+            row = conn.execute(
+                f"SELECT {RECORD_COLUMNS} FROM records WHERE provider = ? AND link_id = ? "
+                "AND fingerprint = ? LIMIT 1",
+                (
+                    change.provider,
+                    decision.link_id,
+                    change.version.fingerprint if change.version else "",
+                ),
+            ).fetchone()
+            if row is not None:
+                record = row_record(row)
+                versions[change.provider] = {
+                    "provider_id": record.id,
+                    "content": record.content,
+                    "metadata": record.metadata,
+                    "updated_at": record.updated_at,
+                    "fingerprint": record.fingerprint,
+                }
+        state = "open" if conflict.winner is None else "resolved"
+        cursor = conn.execute(
+            "INSERT INTO conflicts (link_id, run_id, policy, state, winner, versions, created_at, "
+            "resolved_at, resolution) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                decision.link_id,
+                run_id,
+                conflict.policy,
+                state,
+                conflict.winner,
+                dumps(versions),
+                utc_now_iso(),
+                utc_now_iso() if conflict.winner else None,
+                f"policy {conflict.policy}" if conflict.winner else None,
+            ),
+        )
+        report.conflicts.append(self._conflict_dict(decision, cursor.lastrowid))
+
+    def _conflict_dict(self, decision: Decision, conflict_id: int | None) -> dict[str, Any]:
+        conflict = decision.conflict
+        assert conflict is not None
+        return {
+            "id": conflict_id,
+            "link_id": decision.link_id,
+            "providers": [c.provider for c in conflict.changes],
+            "policy": conflict.policy,
+            "winner": conflict.winner,
+            "state": "open" if conflict.winner is None else "resolved",
+            "kept_as_copies": list(conflict.keep_both_from),
+        }
+
+    # outbox -------------------------------------------------------------------------------
+
+    def _supersede_stale(self, run_id: int, options: SyncOptions) -> None:
+        """Actions of earlier runs that never finished: the new plan decides afresh."""
+        if options.dry_run:
+            return
+        with self.store.transaction() as conn:
+            conn.execute(
+                "UPDATE outbox SET state = 'superseded', updated_at = ? "
+                "WHERE state IN ('pending', 'running') AND run_id < ?",
+                (utc_now_iso(), run_id),
+            )
+            if options.retry_dead:
+                conn.execute(
+                    "UPDATE outbox SET state = 'superseded', attempts = 0, updated_at = ? "
+                    "WHERE state = 'dead'",
+                    (utc_now_iso(),),
+                )
+
+    def _enqueue(
+        self, run_id: int, action: Action, report: CycleReport, options: SyncOptions
+    ) -> None:
+        conn = self.conn
+        now = utc_now_iso()
+        prior = conn.execute(
+            "SELECT id, state, attempts, next_attempt_at FROM outbox "
+            "WHERE link_id = ? AND provider = ? "
+            "AND kind = ? AND state IN ('failed', 'dead') ORDER BY id DESC LIMIT 1",
+            (action.link_id, action.target, action.kind),
+        ).fetchone()
+        attempts = 0
+        if prior is not None:
+            if prior["state"] == "dead":
+                report.waiting += 1
+                return
+            retry_at = parse_instant(prior["next_attempt_at"])
+            if retry_at and retry_at > datetime.now(UTC):
+                report.waiting += 1
+                return
+            attempts = prior["attempts"]
+            conn.execute("UPDATE outbox SET state = 'superseded' WHERE id = ?", (prior["id"],))
+        payload = {"source": action.source, "source_link": action.source_link}
+        conn.execute(
+            "INSERT INTO outbox (run_id, link_id, provider, kind, provider_id, payload, state, "
+            "attempts, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+            (
+                run_id,
+                action.link_id,
+                action.target,
+                action.kind,
+                action.provider_id,
+                json.dumps(payload),
+                attempts,
+                now,
+                now,
+            ),
+        )
+
+    # replay -------------------------------------------------------------------------------
+
+    def _replay(
+        self, run_id: int, topology: Topology, report: CycleReport, options: SyncOptions
+    ) -> None:
+        targets = [
+            row[0]
+            for row in self.conn.execute(
+                "SELECT DISTINCT provider FROM outbox WHERE run_id = ? AND state = 'pending'",
+                (run_id,),
+            )
+        ]
+        for target in targets:
+            if target in topology.unavailable or target not in self.providers:
+                continue
+            if options.stop is not None and options.stop.is_set():
+                report.interrupted = True
+                return
+            self._replay_into(run_id, self.providers[target], report, options)
+
+    def _replay_into(
+        self, run_id: int, provider: Provider, report: CycleReport, options: SyncOptions
+    ) -> None:
+        outcome = report.providers[provider.name]
+        try:
+            with provider:
+                last_id = 0
+                while True:
+                    rows = self.conn.execute(
+                        "SELECT * FROM outbox WHERE run_id = ? AND provider = ? "
+                        "AND state = 'pending' "
+                        "AND id > ? ORDER BY id LIMIT ?",
+                        (run_id, provider.name, last_id, REPLAY_BATCH),
+                    ).fetchall()
+                    if not rows:
+                        return
+                    last_id = rows[-1]["id"]
+                    if options.stop is not None and options.stop.is_set():
+                        report.interrupted = True
+                        return
+                    if not self._replay_batch(provider, rows, report, outcome):
+                        return
+        except ProviderBusy as exc:
+            outcome.state, outcome.error = "busy", str(exc)
+        except MemsyncError as exc:
+            outcome.state, outcome.error = "error", str(exc)
+
+    def _replay_batch(
+        self, provider: Provider, rows: list[Any], report: CycleReport, outcome: ProviderOutcome
+    ) -> bool:
+        ops: list[WriteOp] = []
+        by_key: dict[str, Any] = {}
+        with self.store.transaction() as conn:
+            for row in rows:
+                op = self._op_for(row)
+                if op is None:
+                    conn.execute(
+                        "UPDATE outbox SET state = 'superseded' WHERE id = ?", (row["id"],)
+                    )
+                    continue
+                conn.execute(
+                    "UPDATE outbox SET state = 'running', attempts = attempts + 1, updated_at = ? "
+                    "WHERE id = ?",
+                    (utc_now_iso(), row["id"]),
+                )
+                ops.append(op)
+                by_key[op.key] = row
+        fault_point("replay:before-batch")
+        keep_going = True
+        for result in provider.write_many(ops):
+            row = by_key[result.op.key]
+            self._record_outcome(provider, row, result, report, outcome)
+            fault_point("replay:result")
+            if isinstance(result.error, AuthError | ProviderBusy):
+                keep_going = False
+        return keep_going
+
+    def _op_for(self, row: Any) -> WriteOp | None:
+        key = str(row["id"])
+        if row["kind"] == "delete":
+            return WriteOp("delete", key, provider_id=row["provider_id"])
+        payload = json.loads(row["payload"] or "{}")
+        source_link = payload.get("source_link") or row["link_id"]
+        source_row = self.conn.execute(
+            f"SELECT {RECORD_COLUMNS} FROM records WHERE provider = ? AND link_id = ? LIMIT 1",
+            (payload.get("source"), source_link),
+        ).fetchone()
+        if source_row is None:
+            return None
+        item = Outgoing.from_record(row_record(source_row), origin=row["link_id"])
+        return WriteOp(row["kind"], key, item=item, provider_id=row["provider_id"])
+
+    def _record_outcome(
+        self,
+        provider: Provider,
+        row: Any,
+        result: WriteResult,
+        report: CycleReport,
+        outcome: ProviderOutcome,
+    ) -> None:
+        name, link_id, kind = provider.name, row["link_id"], row["kind"]
+        now = utc_now_iso()
+        with self.store.transaction() as conn:
+            if result.error is None:
+                conn.execute(
+                    "UPDATE outbox SET state = 'done', last_error = NULL, updated_at = ? "
+                    "WHERE id = ?",
+                    (now, row["id"]),
+                )
+                if kind == "delete":
+                    conn.execute(
+                        "DELETE FROM records WHERE provider = ? AND provider_id = ?",
+                        (name, row["provider_id"]),
+                    )
+                    conn.execute(
+                        "DELETE FROM links WHERE link_id = ? AND provider = ? AND provider_id IS ?",
+                        (link_id, name, row["provider_id"]),
+                    )
+                    conn.execute(
+                        INSERT_JOURNAL,
+                        journal_row(
+                            row["run_id"], name, link_id, "removed", None, row["provider_id"]
+                        ),
+                    )
+                else:
+                    self._remember_written(conn, name, link_id, row["run_id"], result.record)
+                report.replayed[kind] += 1
+                outcome.written += 1
+                return
+            attempts = row["attempts"] + 1
+            dead = attempts >= self.config.sync.max_attempts
+            delay = min(BACKOFF_BASE * (2 ** (attempts - 1)), BACKOFF_MAX)
+            message = (
+                str(result.error) if isinstance(result.error, MemsyncError) else repr(result.error)
+            )
+            conn.execute(
+                "UPDATE outbox SET state = ?, last_error = ?, next_attempt_at = ?, updated_at = ? "
+                "WHERE id = ?",
+                (
+                    "dead" if dead else "failed",
+                    message[:500],
+                    (datetime.now(UTC) + delay).isoformat(),
+                    now,
+                    row["id"],
+                ),
+            )
+        outcome.failed += 1
+        report.failures.append(
+            {"provider": name, "action": kind, "link_id": link_id, "error": message, "dead": dead}
+        )
+
+    def _remember_written(
+        self, conn: Any, provider: str, link_id: str, run_id: int, record: Record | None
+    ) -> None:
+        """What memsync wrote, as the mirror will see it: the next cycle finds it unchanged."""
+        if record is None:
+            return
+        self.store.upsert_records([record_row(provider, link_id, record, run_id)])
+        now = utc_now_iso()
+        conn.execute(
+            "INSERT INTO links (link_id, provider, provider_id, fingerprint, content_hash, "
+            "synced_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (link_id, provider) DO UPDATE SET "
+            "provider_id = excluded.provider_id, fingerprint = excluded.fingerprint, "
+            "content_hash = excluded.content_hash, synced_at = excluded.synced_at",
+            (link_id, provider, record.id, record.fingerprint, record.content_hash, now),
+        )
+        conn.execute(
+            "INSERT INTO link_state (link_id, fingerprint, content_hash, deleted, updated_at) "
+            "VALUES (?, ?, ?, 0, ?) ON CONFLICT (link_id) DO NOTHING",
+            (link_id, record.fingerprint, record.content_hash, now),
+        )
+        conn.execute(
+            INSERT_JOURNAL, journal_row(run_id, provider, link_id, "written", record, record.id)
+        )
+
+
+def _pick(versions: list[Version], base_id: str | None) -> Version | None:
+    """The record that stands for a memory in a provider: the one reconciled before, if any."""
+    if not versions:
+        return None
+    for version in versions:
+        if version.provider_id == base_id:
+            return version
+    return versions[0]
+
+
+def _action_dict(action: Action) -> dict[str, Any]:
+    return {
+        "action": action.kind,
+        "memory": action.link_id,
+        "provider": action.target,
+        "from": action.source,
+        "provider_id": action.provider_id,
+    }
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"

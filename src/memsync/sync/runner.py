@@ -1,0 +1,54 @@
+"""Run one cycle from a config: build the providers, take the cycle lock, run the engine.
+
+The one place the CLI (`memsync sync`, `switch`, `resolve`, `repair`) and the daemon start a
+cycle from, so they agree on locking and on what a provider that cannot be built means.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from memsync.config import Config
+from memsync.errors import MemsyncError
+from memsync.lock import cycle_lock
+from memsync.paths import Paths
+from memsync.providers import Provider, build_provider
+from memsync.staging import StagingStore
+from memsync.sync.engine import CycleReport, Engine, ProviderOutcome, SyncOptions
+
+log = logging.getLogger(__name__)
+
+
+def build_all(config: Config) -> tuple[dict[str, Provider], dict[str, str]]:
+    """Every configured provider that can be built here, and why the others cannot."""
+    providers: dict[str, Provider] = {}
+    broken: dict[str, str] = {}
+    for name in config.providers:
+        try:
+            providers[name] = build_provider(name, config)
+        except MemsyncError as exc:
+            broken[name] = str(exc)
+    return providers, broken
+
+
+def run_sync(
+    paths: Paths, config: Config, options: SyncOptions, *, lock_wait: float = 30.0
+) -> CycleReport:
+    """One cycle under the cycle lock; a provider that cannot be built is reported, not fatal."""
+    providers, broken = build_all(config)
+    if config.sync.active in broken:
+        raise MemsyncError(
+            f"the active backend {config.sync.active!r} cannot be used: "
+            f"{broken[config.sync.active]}"
+        )
+    lock = cycle_lock(paths)
+    lock.acquire(timeout=lock_wait)
+    try:
+        paths.ensure()
+        with StagingStore.open(paths.database) as store:
+            report = Engine(config, store, providers).run_cycle(options)
+    finally:
+        lock.release()
+    for name, reason in broken.items():
+        report.providers[name] = ProviderOutcome(name, state="error", error=reason)
+    return report
