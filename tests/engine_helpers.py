@@ -15,26 +15,46 @@ def config_for(directions: dict[str, str], active: str, **sync: object) -> Confi
     for key, value in sync.items():
         lines.append(f"{key} = {value!r}".replace("'", '"'))
     for name, direction in directions.items():
-        lines += [f"[providers.{name}]", 'type = "pmm-dir"', f'path = "/nonexistent/{name}"', f'direction = "{direction}"']
+        lines += [
+            f"[providers.{name}]",
+            'type = "pmm-dir"',
+            f'path = "/nonexistent/{name}"',
+            f'direction = "{direction}"',
+        ]
     return parse_config("\n".join(lines))
 
 
 class World:
     """Providers, one staging store, and a way to run cycles like `memsync sync` does."""
 
-    def __init__(self, tmp: Path, directions: dict[str, str], active: str, client_ids: dict[str, bool] | None = None, **sync: object) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        directions: dict[str, str],
+        active: str,
+        client_ids: dict[str, bool] | None = None,
+        **sync: object,
+    ) -> None:
         self.config = config_for(directions, active, **sync)
         self.db_path = tmp / "staging.db"
         self.stores = {name: MemoryStore() for name in directions}
         client_ids = client_ids or {}
         self.providers = {
-            name: MemoryProvider(name, self.stores[name], client_ids=client_ids.get(name, False), family=name, page_size=7)
+            name: MemoryProvider(
+                name,
+                self.stores[name],
+                client_ids=client_ids.get(name, False),
+                family=name,
+                page_size=7,
+            )
             for name in directions
         }
 
     def sync(self, **options: object) -> CycleReport:
         with StagingStore.open(self.db_path) as store:
-            return Engine(self.config, store, dict(self.providers)).run_cycle(SyncOptions(**options))  # type: ignore[arg-type]
+            return Engine(self.config, store, dict(self.providers)).run_cycle(
+                SyncOptions(**options)
+            )  # type: ignore[arg-type]
 
     def contents(self, name: str) -> list[str]:
         return self.providers[name].contents()

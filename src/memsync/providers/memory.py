@@ -172,9 +172,9 @@ class MemoryProvider(Provider):
         )
         return record_id
 
-    def app_edit(self, record_id: str, text: str) -> None:
+    def app_edit(self, record_id: str, text: str, when: str | None = None) -> None:
         old = self.store.records[record_id]
-        now = utc_now_iso()
+        now = when or utc_now_iso()
         self.store.records[record_id] = Record(
             id=record_id,
             content=text,

@@ -159,6 +159,10 @@ class Mirror:
 
     def _stage_page(self, records: list[Record], skipped: list[Skipped]) -> None:
         name = self.provider.name
+        empty = [r for r in records if not r.content]
+        if empty:  # never carried, whatever the provider did: memsync writes no empty memory
+            skipped = [*skipped, *(Skipped(r.id, "empty content") for r in empty)]
+            records = [r for r in records if r.content]
         with self.store.transaction() as conn:
             fresh = self._first_sightings(conn, records)
             existing = self._existing(conn, [r.id for r in fresh])
