@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -290,9 +291,7 @@ def test_duplicates_of_one_memory_are_cleaned_up(world: World) -> None:
     world.providers["mem0"].app_add("likes tea")
     world.sync()
     (record,) = [r for r in world.stores["backup"].records.values()]
-    world.stores["backup"].records["copy"] = type(record)(
-        **{**{s: getattr(record, s) for s in record.__slots__}, "id": "copy"}
-    )  # type: ignore[attr-defined]
+    world.stores["backup"].records["copy"] = dataclasses.replace(record, id="copy")
     world.sync()
     assert world.contents("backup") == ["likes tea"]
 

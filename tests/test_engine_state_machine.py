@@ -126,8 +126,7 @@ class SyncMachine(RuleBasedStateMachine):
     def busy_cycle(self, side: str) -> None:
         self.world.providers[side].faults.busy = True
         self.world.sync(force_delete=True)
-        self.world.providers[side].faults.busy = False
-        self.db_lost = False
+        self.world.providers[side].faults.busy = False  # (a busy side was not re-mirrored)
 
     @precondition(lambda self: self.world.db_path.exists())
     @rule()

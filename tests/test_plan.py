@@ -224,3 +224,25 @@ def test_changes_are_acknowledged_so_they_are_not_seen_twice() -> None:
 def test_action_carries_the_provider_id_to_update() -> None:
     view = LinkView("m", {"A": side("same", "A"), "B": side("v1", "B")}, agreed="v0")
     assert plan_link(view, topo()).actions == [Action("update", "m", "A", "B", "A-id")]
+
+
+def test_an_old_copy_never_reconciled_here_is_behind_not_an_edit() -> None:
+    # After a rebuilt staging database: B holds an old copy (no base) of a memory whose newer
+    # version memsync agreed on from A. B is brought up to date; its old text does not win.
+    view = LinkView(
+        "m",
+        {"A": Side(v("v2", "a", T_NEW), None), "B": Side(v("v1", "b", T_OLD), None)},
+        agreed="v2",
+        agreed_at=T_NEW,
+    )
+    assert actions(plan_link(view, topo())) == {("update", "B", "A")}
+
+
+def test_a_copy_edited_after_the_agreed_version_wins() -> None:
+    view = LinkView(
+        "m",
+        {"A": Side(v("v1", "a", T_OLD), "v1"), "B": Side(v("v2", "b", T_NEW), None)},
+        agreed="v1",
+        agreed_at=T_OLD,
+    )
+    assert actions(plan_link(view, topo())) == {("update", "A", "B")}

@@ -50,14 +50,14 @@ def _print_cycle(report: CycleReport) -> None:
         for skip in (mirror.skipped if mirror else [])[:20]:
             click.echo(f"  skipped {skip.id}: {skip.reason}")
     if report.dry_run:
-        click.echo(f"plan: {len(report.planned)} action(s); nothing was written")
+        click.echo(f"plan: {report.planned_total} action(s); nothing was written")
         for action in report.planned[:50]:
             click.echo(
                 f"  {action['action']} {action['memory']} in {action['provider']}"
                 + (f" (from {action['from']})" if action["from"] else "")
             )
-        if len(report.planned) > 50:
-            click.echo(f"  ... and {len(report.planned) - 50} more (use --json for all)")
+        if report.planned_total > 50:
+            click.echo(f"  ... and {report.planned_total - 50} more (--json lists up to 1000)")
     for conflict in report.conflicts:
         if conflict["state"] == "open":
             click.echo(
@@ -429,3 +429,46 @@ def repair(app: App) -> None:
     _print_cycle(report)
     click.echo("rebuilt the staging database from the providers")
     raise SystemExit(report.exit_code)
+
+
+# --- migrate -------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--from", "source", required=True, help="The provider to copy from (e.g. mem0).")
+@click.option("--to", "target", required=True, help="The provider to copy into (e.g. mnem).")
+@click.option("--dry-run", is_flag=True, help="Report what would be imported; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@pass_app
+def migrate(app: App, source: str, target: str, dry_run: bool, as_json: bool) -> None:
+    """One-shot copy of every memory of one provider into another (ADR-0024 semantics).
+
+    Pages through the whole source (no silent cap), skips empty memories and reports them by
+    id, namespaces ids (`mem0:{id}` in mnem), keeps provenance, and imports nothing twice.
+    Exits 1 when the source listing was partial or a write failed.
+
+    \b
+    Example:
+      memsync migrate --from mem0 --to mnem --dry-run
+    """
+    from memsync.migrate import migrate as run_migration
+
+    with progress_bar(f"migrating {source} -> {target}"):
+        report = run_migration(app.provider(source), app.provider(target), dry_run=dry_run)
+    if as_json:
+        print_json(report.as_dict())
+    else:
+        verb = "would import" if dry_run else "imported"
+        count = report.planned if dry_run else report.imported
+        click.echo(
+            f"{source} -> {target}: listed {report.listed}, {verb} {count}, "
+            f"{report.already_present} already there, {len(report.skipped)} skipped, "
+            f"{len(report.failed)} failed"
+        )
+        for skip in report.skipped[:50]:
+            click.echo(f"  skipped {skip.id}: {skip.reason}")
+        for failure in report.failed[:50]:
+            click.echo(f"  failed {failure.id}: {failure.reason}")
+        if not report.complete:
+            click.echo(f"  partial: {report.partial_reason}")
+    raise SystemExit(0 if report.ok else 1)

@@ -130,15 +130,37 @@ def _check_scope(scope: dict[str, str]) -> dict[str, str]:
     return scope
 
 
-class Mem0OssConfig(ProviderBase):
+class Mem0OssConfig(_Authenticated):
+    """Mem0's library in-process. api_key_env/api_key_file: the embedder's key, when it has one."""
+
     type: Literal["mem0-oss"]
     scope: dict[str, str]
     mem0_config: dict[str, Any] | None = None
     mem0_config_file: Path | None = None
     embedder: Literal["config", "hash"] = "config"
     telemetry: bool = False
+    busy_timeout: float = 10.0  # how long open() waits for an application holding the store
 
     _scope = field_validator("scope")(_check_scope)
+    _busy_timeout = field_validator("busy_timeout", mode="before")(
+        classmethod(lambda cls, v: parse_duration(v))
+    )
+
+    @field_validator("mem0_config")
+    @classmethod
+    def _no_inline_secrets(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        def walk(node: Any, path: str) -> None:
+            if isinstance(node, dict):
+                for key, child in node.items():
+                    if str(key).lower() in _SECRET_KEYS and child:
+                        raise ValueError(
+                            f"'{path}{key}': {_SECRET_HINT} (for the embedder's key), or keep "
+                            "the Mem0 config in its own file and set mem0_config_file"
+                        )
+                    walk(child, f"{path}{key}.")
+
+        walk(value, "")
+        return value
 
     @model_validator(mode="after")
     def _one_config_source(self) -> Mem0OssConfig:
@@ -173,6 +195,12 @@ class MnemConfig(ProviderBase):
     type: Literal["mnem"]
     path: Path
     branch: str | None = None
+    scope_key: str | None = None  # default: the store directory's name
+    busy_timeout: float = 10.0  # how long open() retries while an agent holds the store
+
+    _busy_timeout = field_validator("busy_timeout", mode="before")(
+        classmethod(lambda cls, v: parse_duration(v))
+    )
 
 
 class HindsightConfig(_Http):
@@ -188,6 +216,8 @@ class HindsightConfig(_Http):
 class CogneeConfig(_Http):
     type: Literal["cognee"]
     dataset: str
+    # Cognee takes API keys as X-Api-Key; "bearer" sends a login token (JWT) instead.
+    auth: Literal["api-key", "bearer"] = "api-key"
 
 
 class PmmDirConfig(ProviderBase):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +62,11 @@ def resolve_paths(config_override: str | os.PathLike[str] | None = None) -> Path
             runtime_dir=root / "run",
         )
     else:
-        runtime = platformdirs.user_runtime_path(APP, appauthor=False, ensure_exists=False)
+        with warnings.catch_warnings():
+            # Without XDG_RUNTIME_DIR (no login session) platformdirs falls back to a private
+            # /tmp/runtime-UID directory and warns; that fallback is what we want.
+            warnings.simplefilter("ignore")
+            runtime = platformdirs.user_runtime_path(APP, appauthor=False, ensure_exists=False)
         paths = Paths(
             config_file=platformdirs.user_config_path(APP, appauthor=False) / "config.toml",
             state_dir=platformdirs.user_state_path(APP, appauthor=False),

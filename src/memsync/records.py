@@ -89,19 +89,27 @@ class Record:
     version: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
     origin: str | None = None
+    _hashes: tuple[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.content = normalise_text(self.content)
         self.metadata = user_metadata(self.metadata)
 
+    def _compute(self) -> tuple[str, str]:
+        # Computed once: content and metadata are not changed after a Record is made.
+        if self._hashes is None:
+            text_hash = hashlib.sha256(self.content.encode("utf-8")).hexdigest()
+            payload = canonical_json({"t": self.content, "m": self.metadata})
+            self._hashes = (text_hash, hashlib.sha256(payload.encode("utf-8")).hexdigest())
+        return self._hashes
+
     @property
     def content_hash(self) -> str:
-        return hashlib.sha256(self.content.encode("utf-8")).hexdigest()
+        return self._compute()[0]
 
     @property
     def fingerprint(self) -> str:
-        payload = canonical_json({"t": self.content, "m": self.metadata})
-        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+        return self._compute()[1]
 
 
 @dataclass(slots=True)

@@ -6,7 +6,8 @@ Mem0 attaches is kept in ``provenance`` so nothing is dropped. A memory with emp
 skipped and reported by its Mem0 id, never carried as an empty memory.
 
 Writes carry memsync's reserved metadata keys: ``memsync_origin`` (the logical memory, so links
-can be rebuilt from Mem0 itself) and ``memsync_provenance`` (provenance Mem0 has no field for).
+can be rebuilt from Mem0 itself), ``memsync_provenance`` (provenance Mem0 has no field for)
+and, when needed, ``memsync_escaped`` (user keys whose names Mem0 reserves for itself).
 """
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from memsync.records import ORIGIN_KEY, Outgoing, Record, Skipped
+from memsync.records import ORIGIN_KEY, RESERVED_PREFIX, Outgoing, Record, Skipped
 
 PROVENANCE_KEY = "memsync_provenance"
 ESCAPED_KEY = "memsync_escaped"
+# User keys memsync removed from a memory. Mem0's update merges metadata (a key can be
+# overwritten, never dropped), so a removed key is written as null and listed here, and reads
+# hide the listed keys: what memsync wrote reads back with the fingerprint it was written with.
+REMOVED_KEY = "memsync_removed"
 SCOPE_IDS = ("user_id", "agent_id", "run_id")
 # Payload keys Mem0 (2.2.1) owns: a user metadata key with one of these names would be hidden,
 # overwritten, dropped, or obeyed (a past ``expiration_date`` hides the memory). Writes move
@@ -68,6 +73,8 @@ def record_from_mem0(raw: Mapping[str, Any], scope_key: str) -> Record | Skipped
     if not isinstance(text, str) or not text.strip():
         return Skipped(memory_id, EMPTY_REASON)
     metadata = dict(raw.get("metadata") or {})
+    for key in _listed(metadata.pop(REMOVED_KEY, None)):
+        metadata.pop(key, None)
     metadata.update(_decode_object(metadata.pop(ESCAPED_KEY, None)))
     origin = metadata.pop(ORIGIN_KEY, None)
     provenance = _decode_provenance(metadata.pop(PROVENANCE_KEY, None))
@@ -92,8 +99,15 @@ def record_from_mem0(raw: Mapping[str, Any], scope_key: str) -> Record | Skipped
     )
 
 
-def metadata_for_mem0(item: Outgoing) -> dict[str, Any]:
-    """The metadata memsync writes with a memory: the user's, the origin, the provenance."""
+def metadata_for_mem0(
+    item: Outgoing, *, previous: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The metadata memsync writes with a memory: the user's, the origin, the provenance.
+
+    For an update to a store that merges metadata (Mem0's ``update``), pass the memory's
+    ``previous`` raw metadata: keys the user no longer has are nulled and listed under
+    REMOVED_KEY, and memsync's own JSON keys are rewritten even when now empty.
+    """
     metadata: dict[str, Any] = {k: v for k, v in item.metadata.items() if k not in MEM0_OWN_KEYS}
     escaped = {k: v for k, v in item.metadata.items() if k in MEM0_OWN_KEYS}
     if escaped:
@@ -102,7 +116,25 @@ def metadata_for_mem0(item: Outgoing) -> dict[str, Any]:
     provenance = {k: v for k, v in item.provenance.items() if v is not None}
     if provenance:
         metadata[PROVENANCE_KEY] = json.dumps(provenance, ensure_ascii=False, sort_keys=True)
+    if previous is not None:
+        _supersede(metadata, previous)
     return metadata
+
+
+def _supersede(metadata: dict[str, Any], previous: Mapping[str, Any]) -> None:
+    """Make a merging update leave exactly ``metadata``: null and list what must go."""
+    for key in (ESCAPED_KEY, PROVENANCE_KEY):
+        if key in previous and key not in metadata:
+            metadata[key] = "{}"
+    before = {k for k in previous if not k.startswith(RESERVED_PREFIX)}
+    removed = sorted((before | set(_listed(previous.get(REMOVED_KEY)))) - set(metadata))
+    for key in removed:
+        metadata[key] = None
+    metadata[REMOVED_KEY] = removed
+
+
+def _listed(value: Any) -> list[str]:
+    return [k for k in value if isinstance(k, str)] if isinstance(value, list) else []
 
 
 def _decode_provenance(value: Any) -> dict[str, Any]:

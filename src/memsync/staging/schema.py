@@ -71,6 +71,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             fingerprint TEXT,
             content_hash TEXT,
             deleted INTEGER NOT NULL DEFAULT 0,
+            version_at TEXT,  -- the agreed version's own updated_at (or when it was deleted)
             updated_at TEXT NOT NULL
         ) WITHOUT ROWID;
 

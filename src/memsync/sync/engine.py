@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memsync.config import Config
-from memsync.errors import AuthError, MemsyncError, ProviderBusy
+from memsync.errors import AuthError, MemsyncError, ProviderBusy, TransientProviderError
 from memsync.faults import fault_point
 from memsync.providers.base import Provider, WriteOp, WriteResult
 from memsync.records import Outgoing, Record, parse_instant, utc_now_iso
@@ -44,6 +44,7 @@ from memsync.sync.plan import Action, Decision, LinkView, Side, Topology, Versio
 log = logging.getLogger(__name__)
 
 PLAN_CHUNK = 500
+MAX_LISTED = 1000  # actions listed one by one in a report; the rest are counted
 REPLAY_BATCH = 200
 BACKOFF_BASE = timedelta(seconds=30)
 BACKOFF_MAX = timedelta(hours=1)
@@ -83,12 +84,19 @@ class CycleReport:
     started_at: str
     finished_at: str | None = None
     providers: dict[str, ProviderOutcome] = field(default_factory=dict)
-    planned: list[dict[str, Any]] = field(default_factory=list)
+    planned: list[dict[str, Any]] = field(default_factory=list)  # the first MAX_LISTED
+    planned_total: int = 0
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     replayed: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     failures: list[dict[str, Any]] = field(default_factory=list)
     waiting: int = 0  # actions held back by retry backoff or parked as dead
     interrupted: bool = False
+
+    def add_planned(self, action: Action) -> None:
+        """Count every action; keep the first MAX_LISTED for the report (memory stays flat)."""
+        self.planned_total += 1
+        if len(self.planned) < MAX_LISTED:
+            self.planned.append(_action_dict(action))
 
     @property
     def refusals(self) -> dict[str, str]:
@@ -116,6 +124,7 @@ class CycleReport:
             "finished_at": self.finished_at,
             "providers": {n: o.as_dict() for n, o in self.providers.items()},
             "actions": self.planned,
+            "actions_total": self.planned_total,
             "replayed": dict(self.replayed),
             "failures": self.failures,
             "conflicts": self.conflicts,
@@ -272,6 +281,7 @@ class Engine:
             "WHERE b.fingerprint IS NULL OR b.fingerprint != r.fingerprint",
             # a base whose record is gone
             "SELECT b.link_id FROM links b WHERE NOT EXISTS (SELECT 1 FROM records r "
+            "INDEXED BY records_by_link "
             "WHERE r.provider = b.provider AND r.link_id = b.link_id)",
             # a base behind the agreed version (an earlier write failed)
             "SELECT b.link_id FROM links b JOIN link_state s ON s.link_id = b.link_id "
@@ -315,9 +325,9 @@ class Engine:
             ]
             for decision in decisions:
                 for action in decision.actions:
-                    report.planned.append(_action_dict(action))
+                    report.add_planned(action)
             for action in duplicates:
-                report.planned.append(_action_dict(action))
+                report.add_planned(action)
             if options.dry_run:
                 for decision in decisions:
                     if decision.conflict:
@@ -360,12 +370,13 @@ class Engine:
             chunk,
         ):
             bases[row[0]][row[1]] = (row[2], row[3])
-        agreed: dict[str, tuple[str | None, bool]] = {}
+        agreed: dict[str, tuple[str | None, bool, str | None]] = {}
         for row in self.conn.execute(
-            f"SELECT link_id, fingerprint, deleted FROM link_state WHERE link_id IN ({marks})",
+            "SELECT link_id, fingerprint, deleted, version_at FROM link_state "
+            f"WHERE link_id IN ({marks})",
             chunk,
         ):
-            agreed[row[0]] = (row[1], bool(row[2]))
+            agreed[row[0]] = (row[1], bool(row[2]), row[3])
         forced = {
             row[0]: row[1]
             for row in self.conn.execute(
@@ -388,8 +399,10 @@ class Engine:
                             Action("delete", link_id, provider, provider_id=extra.provider_id)
                         )
                 sides[provider] = Side(chosen, base_fp, complete.get(provider, True))
-            fp, deleted = agreed.get(link_id, (None, False))
-            views.append(LinkView(link_id, sides, fp, deleted, forced.get(link_id)))
+            fp, deleted, agreed_at = agreed.get(link_id, (None, False, None))
+            views.append(
+                LinkView(link_id, sides, fp, deleted, agreed_at, forced_winner=forced.get(link_id))
+            )
         return views, extras
 
     def _record_decision(
@@ -401,23 +414,8 @@ class Engine:
             self._store_conflict(run_id, decision, report)
         if decision.blocked:
             return
-        if decision.agreed is not None or decision.deleted:
-            conn.execute(
-                "INSERT INTO link_state (link_id, fingerprint, content_hash, deleted, updated_at) "
-                "VALUES (?, ?, (SELECT content_hash FROM records WHERE link_id = ? "
-                "AND fingerprint = ? LIMIT 1), ?, ?) ON CONFLICT (link_id) "
-                "DO UPDATE SET fingerprint = excluded.fingerprint, "
-                "content_hash = excluded.content_hash, deleted = excluded.deleted, "
-                "updated_at = excluded.updated_at",
-                (
-                    decision.link_id,
-                    decision.agreed,
-                    decision.link_id,
-                    decision.agreed,
-                    int(decision.deleted),
-                    now,
-                ),
-            )
+        if decision.winner is not None:
+            self._agree(decision, now)
         for provider, fingerprint in decision.acknowledge.items():
             if fingerprint is None:
                 conn.execute(
@@ -429,7 +427,8 @@ class Engine:
                     "INSERT INTO links (link_id, provider, provider_id, fingerprint, content_hash, "
                     "synced_at) SELECT link_id, provider, provider_id, fingerprint, "
                     "content_hash, ? "
-                    "FROM records WHERE link_id = ? AND provider = ? AND fingerprint = ? LIMIT 1 "
+                    "FROM records INDEXED BY records_by_link "
+                    "WHERE link_id = ? AND provider = ? AND fingerprint = ? LIMIT 1 "
                     "ON CONFLICT (link_id, provider) DO UPDATE SET "
                     "provider_id = excluded.provider_id, "
                     "fingerprint = excluded.fingerprint, content_hash = excluded.content_hash, "
@@ -443,6 +442,31 @@ class Engine:
         )
         for action in decision.actions:
             self._enqueue(run_id, action, report, options)
+
+    def _agree(self, decision: Decision, now: str) -> None:
+        """Record the version everyone converges on, with the winner's own update time."""
+        row = None
+        if not decision.deleted:
+            row = self.conn.execute(
+                "SELECT content_hash, updated_at FROM records INDEXED BY records_by_link "
+                "WHERE link_id = ? AND provider = ? AND fingerprint = ? LIMIT 1",
+                (decision.link_id, decision.winner, decision.agreed),
+            ).fetchone()
+        self.conn.execute(
+            "INSERT INTO link_state (link_id, fingerprint, content_hash, deleted, version_at, "
+            "updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (link_id) DO UPDATE SET "
+            "fingerprint = excluded.fingerprint, content_hash = excluded.content_hash, "
+            "deleted = excluded.deleted, version_at = excluded.version_at, "
+            "updated_at = excluded.updated_at",
+            (
+                decision.link_id,
+                None if decision.deleted else decision.agreed,
+                row["content_hash"] if row else None,
+                1 if decision.deleted else 0,
+                now if decision.deleted or row is None else (row["updated_at"] or now),
+                now,
+            ),
+        )
 
     def _store_conflict(self, run_id: int, decision: Decision, report: CycleReport) -> None:
         conflict = decision.conflict
@@ -458,7 +482,8 @@ class Engine:
         versions = {}
         for change in conflict.changes:
             row = conn.execute(
-                f"SELECT {RECORD_COLUMNS} FROM records WHERE provider = ? AND link_id = ? "
+                f"SELECT {RECORD_COLUMNS} FROM records INDEXED BY records_by_link "
+                "WHERE provider = ? AND link_id = ? "
                 "AND fingerprint = ? LIMIT 1",
                 (
                     change.provider,
@@ -614,47 +639,70 @@ class Engine:
     def _replay_batch(
         self, provider: Provider, rows: list[Any], report: CycleReport, outcome: ProviderOutcome
     ) -> bool:
-        ops: list[WriteOp] = []
-        by_key: dict[str, Any] = {}
+        ops = self._ops_for(rows)
+        by_key = {str(row["id"]): row for row in rows}
         with self.store.transaction() as conn:
             for row in rows:
-                op = self._op_for(row)
-                if op is None:
+                if str(row["id"]) not in ops:
                     conn.execute(
                         "UPDATE outbox SET state = 'superseded' WHERE id = ?", (row["id"],)
                     )
-                    continue
-                conn.execute(
-                    "UPDATE outbox SET state = 'running', attempts = attempts + 1, updated_at = ? "
-                    "WHERE id = ?",
-                    (utc_now_iso(), row["id"]),
-                )
-                ops.append(op)
-                by_key[op.key] = row
+            conn.executemany(
+                "UPDATE outbox SET state = 'running', attempts = attempts + 1, updated_at = ? "
+                "WHERE id = ?",
+                [(utc_now_iso(), int(key)) for key in ops],
+            )
         fault_point("replay:before-batch")
         keep_going = True
-        for result in provider.write_many(ops):
-            row = by_key[result.op.key]
-            self._record_outcome(provider, row, result, report, outcome)
-            fault_point("replay:result")
-            if isinstance(result.error, AuthError | ProviderBusy):
-                keep_going = False
+        done: list[tuple[Any, WriteResult]] = []
+        try:
+            for result in provider.write_many(list(ops.values())):
+                row = by_key[result.op.key]
+                if self._record_outcome(provider, row, result, report, outcome):
+                    done.append((row, result))
+                fault_point("replay:result")
+                if isinstance(result.error, AuthError | ProviderBusy):
+                    keep_going = False
+        finally:
+            # The outbox already says done; the mirror catches up in one transaction. After a
+            # crash in between, the next mirror finds the writes under their origin markers.
+            self._remember_written(provider.name, done)
         return keep_going
 
-    def _op_for(self, row: Any) -> WriteOp | None:
-        key = str(row["id"])
-        if row["kind"] == "delete":
-            return WriteOp("delete", key, provider_id=row["provider_id"])
-        payload = json.loads(row["payload"] or "{}")
-        source_link = payload.get("source_link") or row["link_id"]
-        source_row = self.conn.execute(
-            f"SELECT {RECORD_COLUMNS} FROM records WHERE provider = ? AND link_id = ? LIMIT 1",
-            (payload.get("source"), source_link),
-        ).fetchone()
-        if source_row is None:
-            return None
-        item = Outgoing.from_record(row_record(source_row), origin=row["link_id"])
-        return WriteOp(row["kind"], key, item=item, provider_id=row["provider_id"])
+    def _ops_for(self, rows: list[Any]) -> dict[str, WriteOp]:
+        """The writes for a batch of outbox rows, their content read from the mirror at once."""
+        wanted: dict[tuple[str, str], list[Any]] = defaultdict(list)
+        ops: dict[str, WriteOp] = {}
+        for row in rows:
+            key = str(row["id"])
+            if row["kind"] == "delete":
+                ops[key] = WriteOp("delete", key, provider_id=row["provider_id"])
+                continue
+            payload = json.loads(row["payload"] or "{}")
+            source_link = payload.get("source_link") or row["link_id"]
+            wanted[(payload.get("source") or "", source_link)].append(row)
+        links = sorted({link for _, link in wanted})
+        sources: dict[tuple[str, str], Record] = {}
+        for start in range(0, len(links), PLAN_CHUNK):
+            chunk = links[start : start + PLAN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for source_row in self.conn.execute(
+                f"SELECT {RECORD_COLUMNS} FROM records INDEXED BY records_by_link "
+                f"WHERE link_id IN ({marks})",
+                chunk,
+            ):
+                sources.setdefault(
+                    (source_row["provider"], source_row["link_id"]), row_record(source_row)
+                )
+        for (source, source_link), source_rows in wanted.items():
+            record = sources.get((source, source_link))
+            if record is None:
+                continue  # the source changed under us: the next plan decides again
+            for row in source_rows:
+                key = str(row["id"])
+                item = Outgoing.from_record(record, origin=row["link_id"])
+                ops[key] = WriteOp(row["kind"], key, item=item, provider_id=row["provider_id"])
+        return {key: ops[key] for key in sorted(ops, key=int)}
 
     def _record_outcome(
         self,
@@ -663,42 +711,29 @@ class Engine:
         result: WriteResult,
         report: CycleReport,
         outcome: ProviderOutcome,
-    ) -> None:
+    ) -> bool:
+        """Mark one action done or failed, durably, before the next; True when it succeeded."""
         name, link_id, kind = provider.name, row["link_id"], row["kind"]
         now = utc_now_iso()
-        with self.store.transaction() as conn:
-            if result.error is None:
+        if result.error is None:
+            with self.store.transaction() as conn:
                 conn.execute(
                     "UPDATE outbox SET state = 'done', last_error = NULL, updated_at = ? "
                     "WHERE id = ?",
                     (now, row["id"]),
                 )
-                if kind == "delete":
-                    conn.execute(
-                        "DELETE FROM records WHERE provider = ? AND provider_id = ?",
-                        (name, row["provider_id"]),
-                    )
-                    conn.execute(
-                        "DELETE FROM links WHERE link_id = ? AND provider = ? AND provider_id IS ?",
-                        (link_id, name, row["provider_id"]),
-                    )
-                    conn.execute(
-                        INSERT_JOURNAL,
-                        journal_row(
-                            row["run_id"], name, link_id, "removed", None, row["provider_id"]
-                        ),
-                    )
-                else:
-                    self._remember_written(conn, name, link_id, row["run_id"], result.record)
-                report.replayed[kind] += 1
-                outcome.written += 1
-                return
-            attempts = row["attempts"] + 1
-            dead = attempts >= self.config.sync.max_attempts
-            delay = min(BACKOFF_BASE * (2 ** (attempts - 1)), BACKOFF_MAX)
-            message = (
-                str(result.error) if isinstance(result.error, MemsyncError) else repr(result.error)
-            )
+            report.replayed[kind] += 1
+            outcome.written += 1
+            return True
+        attempts = row["attempts"] + 1
+        dead = attempts >= self.config.sync.max_attempts
+        delay = min(BACKOFF_BASE * (2 ** (attempts - 1)), BACKOFF_MAX)
+        if isinstance(result.error, TransientProviderError) and result.error.retry_after:
+            delay = max(delay, timedelta(seconds=result.error.retry_after))
+        message = (
+            str(result.error) if isinstance(result.error, MemsyncError) else repr(result.error)
+        )
+        with self.store.transaction() as conn:
             conn.execute(
                 "UPDATE outbox SET state = ?, last_error = ?, next_attempt_at = ?, updated_at = ? "
                 "WHERE id = ?",
@@ -714,31 +749,56 @@ class Engine:
         report.failures.append(
             {"provider": name, "action": kind, "link_id": link_id, "error": message, "dead": dead}
         )
+        return False
 
-    def _remember_written(
-        self, conn: Any, provider: str, link_id: str, run_id: int, record: Record | None
-    ) -> None:
+    def _remember_written(self, provider: str, done: list[tuple[Any, WriteResult]]) -> None:
         """What memsync wrote, as the mirror will see it: the next cycle finds it unchanged."""
-        if record is None:
+        if not done:
             return
-        self.store.upsert_records([record_row(provider, link_id, record, run_id)])
         now = utc_now_iso()
-        conn.execute(
-            "INSERT INTO links (link_id, provider, provider_id, fingerprint, content_hash, "
-            "synced_at) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (link_id, provider) DO UPDATE SET "
-            "provider_id = excluded.provider_id, fingerprint = excluded.fingerprint, "
-            "content_hash = excluded.content_hash, synced_at = excluded.synced_at",
-            (link_id, provider, record.id, record.fingerprint, record.content_hash, now),
-        )
-        conn.execute(
-            "INSERT INTO link_state (link_id, fingerprint, content_hash, deleted, updated_at) "
-            "VALUES (?, ?, ?, 0, ?) ON CONFLICT (link_id) DO NOTHING",
-            (link_id, record.fingerprint, record.content_hash, now),
-        )
-        conn.execute(
-            INSERT_JOURNAL, journal_row(run_id, provider, link_id, "written", record, record.id)
-        )
+        records, links, states, journal, deletes = [], [], [], [], []
+        for row, result in done:
+            link_id, run_id = row["link_id"], row["run_id"]
+            record = result.record
+            if row["kind"] == "delete":
+                deletes.append((provider, row["provider_id"], link_id))
+                journal.append(
+                    journal_row(run_id, provider, link_id, "removed", None, row["provider_id"])
+                )
+                continue
+            if record is None:
+                continue
+            records.append(record_row(provider, link_id, record, run_id))
+            links.append(
+                (link_id, provider, record.id, record.fingerprint, record.content_hash, now)
+            )
+            states.append(
+                (link_id, record.fingerprint, record.content_hash, record.updated_at or now, now)
+            )
+            journal.append(journal_row(run_id, provider, link_id, "written", record, record.id))
+        with self.store.transaction() as conn:
+            self.store.upsert_records(records)
+            conn.executemany(
+                "INSERT INTO links (link_id, provider, provider_id, fingerprint, content_hash, "
+                "synced_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (link_id, provider) DO UPDATE "
+                "SET provider_id = excluded.provider_id, fingerprint = excluded.fingerprint, "
+                "content_hash = excluded.content_hash, synced_at = excluded.synced_at",
+                links,
+            )
+            conn.executemany(
+                "INSERT INTO link_state (link_id, fingerprint, content_hash, deleted, version_at, "
+                "updated_at) VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT (link_id) DO NOTHING",
+                states,
+            )
+            conn.executemany(
+                "DELETE FROM records WHERE provider = ? AND provider_id = ?",
+                [(p, pid) for p, pid, _ in deletes],
+            )
+            conn.executemany(
+                "DELETE FROM links WHERE link_id = ? AND provider = ? AND provider_id IS ?",
+                [(link, p, pid) for p, pid, link in deletes],
+            )
+            conn.executemany(INSERT_JOURNAL, journal)
 
 
 def _pick(versions: list[Version], base_id: str | None) -> Version | None:

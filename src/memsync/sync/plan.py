@@ -54,6 +54,7 @@ class LinkView:
     sides: dict[str, Side]
     agreed: str | None = None  # fingerprint memsync last agreed on; None: new memory
     agreed_deleted: bool = False
+    agreed_at: str | None = None  # when the agreed version was made (or the delete decided)
     forced_winner: str | None = None  # a conflict resolved by `memsync resolve --keep`
 
 
@@ -128,7 +129,8 @@ def changes_of(view: LinkView, topology: Topology) -> list[Change]:
         current, base = side.current, side.base
         if current is not None:
             if base is None:
-                if current.fingerprint != view.agreed or view.agreed_deleted:
+                differs = current.fingerprint != view.agreed or view.agreed_deleted
+                if differs and not _stale_copy(view, current):
                     changes.append(Change(provider, "added", current))
             elif current.fingerprint != base and (
                 current.fingerprint != view.agreed or view.agreed_deleted
@@ -137,6 +139,21 @@ def changes_of(view: LinkView, topology: Topology) -> list[Change]:
         elif base is not None and side.complete:
             changes.append(Change(provider, "deleted", None))
     return changes
+
+
+def _stale_copy(view: LinkView, current: Version) -> bool:
+    """A copy never reconciled in its provider, of a memory memsync already agreed on.
+
+    It appears after the staging database was rebuilt, or when a provider that was busy or
+    moved comes back. It is an old copy (behind) unless it was updated after the agreed
+    version was made; without both times, the agreed version is trusted.
+    """
+    if view.agreed is None and not view.agreed_deleted:
+        return False
+    agreed_at, current_at = parse_instant(view.agreed_at), parse_instant(current.updated_at)
+    if agreed_at is None or current_at is None:
+        return True
+    return current_at <= agreed_at
 
 
 def _updated(change: Change) -> datetime:

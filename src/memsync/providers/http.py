@@ -1,0 +1,454 @@
+"""The HTTP layer every remote provider speaks through: typed errors, bounded retries, no leaks.
+
+One ``HttpClient`` per provider and cycle. It refuses plain ``http://`` to anything but the
+loopback (unless the user says the network is trusted), always verifies TLS, retries what may
+pass (429 after its ``Retry-After``, 5xx, timeouts, resets) with exponential backoff and jitter
+inside a time budget, and turns everything else into one of ``memsync.errors``' typed errors.
+
+A request that is not idempotent (a POST that creates) is retried only when the server cannot
+have acted on it (429, or the connection never opened): retrying a create after a 500 or a
+read timeout could write the memory twice.
+
+The key goes on the wire through an ``httpx.Auth`` hook at send time, never into the client's
+default headers, URLs, log lines or exception messages; whatever a server echoes back is
+redacted before it reaches a message.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any, Literal, TypeVar
+
+import httpx
+from tenacity import RetryCallState, Retrying, retry_if_exception
+
+from memsync.errors import (
+    AuthError,
+    ConfigError,
+    InvalidResponse,
+    NotFound,
+    ProviderError,
+    TransientProviderError,
+)
+from memsync.secrets import Secret, redact
+
+log = logging.getLogger("memsync.http")
+
+AuthScheme = Literal["api-key", "bearer", "token", "none"]
+T = TypeVar("T")
+
+_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+_EXCERPT = 200  # characters of a server's error body worth showing
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard one call tries before giving up with a TransientProviderError.
+
+    ``max_retry_after`` is the longest ``Retry-After`` waited in-process; a server asking for
+    longer gets the error at once, carrying ``retry_after`` so the engine schedules the retry.
+    """
+
+    attempts: int = 4
+    initial_backoff: float = 0.5
+    max_backoff: float = 8.0
+    max_elapsed: float = 60.0
+    max_retry_after: float = 60.0
+
+
+class _RateLimited(TransientProviderError):
+    """429: the server refused before acting, so even a create may be sent again."""
+
+
+class _NotSent(TransientProviderError):
+    """The connection never opened: the request cannot have been acted on."""
+
+
+class _HeaderAuth(httpx.Auth):
+    """Adds the credential header at send time, so no client default or repr ever holds it."""
+
+    def __init__(self, header: str, value: str) -> None:
+        self._header = header
+        self._value = value
+
+    def __repr__(self) -> str:
+        return f"_HeaderAuth({self._header}: ***)"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers[self._header] = self._value
+        yield request
+
+
+def auth_header(scheme: AuthScheme, secret: Secret) -> tuple[str, str]:
+    """The header carrying a key: X-API-Key, ``Authorization: Bearer`` or ``Token``."""
+    if scheme == "api-key":
+        return "X-API-Key", secret.reveal()
+    if scheme == "bearer":
+        return "Authorization", f"Bearer {secret.reveal()}"
+    if scheme == "token":
+        return "Authorization", f"Token {secret.reveal()}"
+    raise ValueError(f"auth scheme {scheme!r} carries no key")
+
+
+def is_loopback(host: str) -> bool:
+    host = host.strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_base_url(provider: str, base_url: str, *, allow_insecure_http: bool) -> httpx.URL:
+    """The base URL, refused when it would send a key in clear text or embed credentials."""
+    try:
+        url = httpx.URL(base_url)
+    except httpx.InvalidURL as exc:
+        raise ConfigError(f"providers.{provider}.base_url: not a valid URL ({exc})") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ConfigError(
+            f"providers.{provider}.base_url: expected an http:// or https:// URL with a host"
+        )
+    if url.userinfo:
+        raise ConfigError(
+            f"providers.{provider}.base_url: remove the user:password part; "
+            "pass the key with api_key_env or api_key_file"
+        )
+    if url.scheme == "http" and not is_loopback(url.host) and not allow_insecure_http:
+        raise ConfigError(
+            f"providers.{provider}.base_url: http:// to {url.host} would send your key and "
+            "memories unencrypted; use https://, or set allow_insecure_http = true if this "
+            "network is trusted"
+        )
+    return url
+
+
+def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+class HttpClient:
+    """A provider's connection to one HTTP API: ``request`` for responses, ``json`` for data.
+
+    ``transport`` lets tests serve the real request/response cycle from an in-process app;
+    ``sleep`` lets them see the waits asked for without waiting.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        base_url: str,
+        *,
+        secret: Secret | None = None,
+        auth: AuthScheme = "none",
+        timeout: float = 30.0,
+        allow_insecure_http: bool = False,
+        transport: httpx.BaseTransport | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.provider = provider
+        self.base_url = check_base_url(provider, base_url, allow_insecure_http=allow_insecure_http)
+        self.secret = secret if auth != "none" else None
+        self.retry = retry or RetryPolicy()
+        self.timeout = timeout
+        self._sleep = sleep
+        hook = _HeaderAuth(*auth_header(auth, self.secret)) if self.secret else None
+        self._client = httpx.Client(
+            base_url=self.base_url,
+            auth=hook,
+            timeout=httpx.Timeout(timeout),
+            verify=True,
+            follow_redirects=False,
+            transport=transport,
+            headers={"Accept": "application/json", **(headers or {})},
+        )
+
+    def __repr__(self) -> str:
+        return f"HttpClient({self.provider!r}, {str(self.base_url)!r})"
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> HttpClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # public calls -----------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        data: Mapping[str, Any] | None = None,
+        files: Any = None,
+        idempotent: bool | None = None,
+        accept: tuple[int, ...] = (),
+    ) -> httpx.Response:
+        """Send with retries; a 2xx response, or a typed error (NotFound on 404).
+
+        Statuses in ``accept`` come back as responses instead of errors, for callers that
+        read meaning into them (a probe's 422, a 404 that means "absent").
+        """
+        return self._call(
+            method, path, lambda r: r, params=params, json=json, data=data, files=files,
+            idempotent=idempotent, accept=accept,
+        )
+
+    def json(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        data: Mapping[str, Any] | None = None,
+        files: Any = None,
+        idempotent: bool | None = None,
+    ) -> Any:
+        """Send with retries and decode the JSON body; InvalidResponse when it is not JSON.
+
+        A garbled body to an idempotent call is retried like a 5xx (proxies cut bodies short);
+        to a create it is not, since the server may have written.
+        """
+        return self._call(
+            method, path, self._decode, params=params, json=json, data=data, files=files,
+            idempotent=idempotent,
+        )
+
+    def get(self, path: str, *, params: Mapping[str, Any] | None = None) -> Any:
+        return self.json("GET", path, params=params)
+
+    # machinery ----------------------------------------------------------------------------
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        parse: Callable[[httpx.Response], T],
+        *,
+        idempotent: bool | None,
+        accept: tuple[int, ...] = (),
+        **kwargs: Any,
+    ) -> T:
+        method = method.upper()
+        safe = method in _IDEMPOTENT if idempotent is None else idempotent
+        started = time.monotonic()
+        policy = self.retry
+        # Time spent: the requests themselves plus the waits asked for (counted as asked, so
+        # the budget holds whether ``sleep`` really sleeps or a test records it).
+        waits = {"asked": 0.0, "slept": 0.0}
+
+        def sleep(seconds: float) -> None:
+            before = time.monotonic()
+            self._sleep(seconds)
+            waits["slept"] += time.monotonic() - before
+            waits["asked"] += seconds
+
+        def spent() -> float:
+            return time.monotonic() - started - waits["slept"] + waits["asked"]
+
+        def retryable(exc: BaseException) -> bool:
+            if isinstance(exc, _RateLimited | _NotSent):
+                return True
+            return safe and isinstance(exc, TransientProviderError)
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            if isinstance(exc, TransientProviderError) and exc.retry_after is not None:
+                return exc.retry_after
+            backoff = policy.initial_backoff * 2.0 ** (state.attempt_number - 1)
+            return min(policy.max_backoff, backoff) + random.uniform(0, policy.initial_backoff)
+
+        def stop(state: RetryCallState) -> bool:
+            if state.attempt_number >= policy.attempts:
+                return True
+            upcoming = state.upcoming_sleep or 0.0
+            if upcoming > policy.max_retry_after:
+                return True
+            return spent() + upcoming > policy.max_elapsed
+
+        def before_sleep(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            log.warning(
+                "%s; retrying in %.2fs (attempt %d of %d)",
+                exc, state.upcoming_sleep, state.attempt_number, policy.attempts,
+            )
+
+        retrying = Retrying(
+            retry=retry_if_exception(retryable),
+            wait=wait,
+            stop=stop,
+            sleep=sleep,
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        attempts = 0
+        try:
+            for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    return parse(self._once(method, path, accept, **kwargs))
+        except TransientProviderError as exc:
+            raise _final(exc, attempts) from None
+        raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
+
+    def _once(
+        self, method: str, path: str, accept: tuple[int, ...], **kwargs: Any
+    ) -> httpx.Response:
+        where = f"{method} {path}"
+        try:
+            response = self._client.request(method, path, **kwargs)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise _NotSent(
+                f"{self.provider}: cannot connect to {self.base_url} ({_reason(exc)})"
+            ) from None
+        except httpx.TimeoutException:
+            raise TransientProviderError(
+                f"{self.provider}: {where} got no answer within {self.timeout:g}s"
+            ) from None
+        except httpx.TransportError as exc:
+            raise TransientProviderError(
+                f"{self.provider}: {where} failed: connection lost ({_reason(exc)})"
+            ) from None
+        log.debug("%s: %s -> HTTP %d", self.provider, where, response.status_code)
+        if response.status_code in accept:
+            return response
+        return self._check(where, response)
+
+    def _check(self, where: str, response: httpx.Response) -> httpx.Response:
+        status = response.status_code
+        if 200 <= status < 300:
+            return response
+        detail = self._excerpt(response)
+        if status in (401, 403):
+            raise AuthError(self._auth_message(status))
+        if status == 404:
+            raise NotFound(f"{self.provider}: {where} found nothing (HTTP 404){detail}")
+        if status == 429:
+            wait = parse_retry_after(response.headers.get("Retry-After"))
+            raise _RateLimited(
+                f"{self.provider}: {where} was rate limited (HTTP 429)", retry_after=wait
+            )
+        if status >= 500:
+            wait = parse_retry_after(response.headers.get("Retry-After"))
+            raise TransientProviderError(
+                f"{self.provider}: {where} failed on the server (HTTP {status}){detail}",
+                retry_after=wait,
+            )
+        if 300 <= status < 400:
+            raise ProviderError(
+                f"{self.provider}: {where} was redirected (HTTP {status}) to "
+                f"{response.headers.get('Location', '?')}; set base_url to the final address"
+            )
+        raise ProviderError(f"{self.provider}: {where} was refused (HTTP {status}){detail}")
+
+    def _auth_message(self, status: int) -> str:
+        verb = "refused" if status == 401 else "denied access with"
+        if self.secret is None:
+            return (
+                f"{self.provider}: {self.base_url} requires an API key (HTTP {status}); set "
+                f"api_key_env or api_key_file in providers.{self.provider}"
+            )
+        return (
+            f"{self.provider}: {self.base_url} {verb} the key from {self.secret.source} "
+            f"(HTTP {status}); check that {self.secret.source} holds a valid key for this server"
+        )
+
+    def _excerpt(self, response: httpx.Response) -> str:
+        try:
+            text = response.text
+        except (UnicodeDecodeError, httpx.ResponseNotRead):
+            return ""
+        try:
+            body = json.loads(text)
+            if isinstance(body, dict):
+                found = body.get("detail") or body.get("error") or body.get("message")
+                text = found if isinstance(found, str) else json.dumps(found or body)
+        except ValueError:
+            pass
+        text = redact(" ".join(text.split()), self.secret)[:_EXCERPT]
+        return f": {text}" if text else ""
+
+    def _decode(self, response: httpx.Response) -> Any:
+        try:
+            return response.json()
+        except (ValueError, UnicodeDecodeError):
+            kind = response.headers.get("Content-Type", "no content type")
+            raise InvalidResponse(
+                f"{self.provider}: {response.request.method} {response.request.url.path} answered "
+                f"HTTP {response.status_code} with a body that is not valid JSON "
+                f"({len(response.content)} bytes, {kind}); is base_url the right server?"
+            ) from None
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:_EXCERPT] if str(exc) else type(exc).__name__
+
+
+def _final(exc: TransientProviderError, attempts: int) -> TransientProviderError:
+    """The error a caller sees once retries are spent: public type, attempt count, wait hint."""
+    message = f"{exc}; gave up after {attempts} attempt{'s' if attempts != 1 else ''}"
+    if isinstance(exc, InvalidResponse):
+        return InvalidResponse(message, retry_after=exc.retry_after)
+    return TransientProviderError(message, retry_after=exc.retry_after)
+
+
+def expect_object(provider: str, value: Any, where: str) -> dict[str, Any]:
+    """A JSON object from a response, or InvalidResponse naming where it was expected."""
+    if not isinstance(value, dict):
+        raise InvalidResponse(
+            f"{provider}: {where} answered {type(value).__name__} where an object was expected"
+        )
+    return value
+
+
+def expect_list(provider: str, value: Any, where: str) -> list[Any]:
+    """A JSON array from a response, or InvalidResponse naming where it was expected."""
+    if not isinstance(value, list):
+        raise InvalidResponse(
+            f"{provider}: {where} answered {type(value).__name__} where a list was expected"
+        )
+    return value
+
+
+__all__ = [
+    "AuthScheme",
+    "HttpClient",
+    "RetryPolicy",
+    "auth_header",
+    "check_base_url",
+    "expect_list",
+    "expect_object",
+    "is_loopback",
+    "parse_retry_after",
+]

@@ -1,0 +1,420 @@
+"""``mem0-platform``: the hosted Mem0 Platform API, spoken as ``MemoryClient`` 2.2.1 speaks it.
+
+Request shapes follow ``mem0/client/main.py`` of mem0ai 2.2.1: ``Authorization: Token <key>``;
+``get_all`` is ``POST /v3/memories/?page&page_size`` with ``{"filters": ...}`` in the body
+(entity ids only inside ``filters``); ``add`` is ``POST /v3/memories/add/`` with the messages,
+the entity ids at the top level (``run_id``, which list results call ``session_id``),
+``metadata``, ``infer`` and ``timestamp`` (Unix seconds, the Platform's way to backdate);
+``GET/PUT/DELETE /v1/memories/{id}/``; ``PUT`` and ``DELETE /v1/batch/`` with
+``{"memories": [{"memory_id", "text", "metadata"}]}``. 2.2.1 resolves org and project from
+the key; when ``org_id``/``project_id`` are configured they go as query parameters, the form
+earlier clients used. The client's telemetry headers (``Mem0-User-ID``, a hash of the key)
+are not sent.
+
+Offset paging shifts when memories are written while it runs, so a full listing is complete
+only when every page reports the same ``count``, no memory repeats and the pages hold exactly
+``count`` memories. Incremental listings filter on ``updated_at >= cursor - lookback`` (the
+look-back absorbs late-visible writes). They never reveal deletes (``removed`` stays empty;
+the engine infers deletes only from a full pass), and like full ones they are ``complete`` and
+carry a cursor only when the same count checks prove the pass whole.
+
+Writes send ``infer: false``, which makes an add synchronous and keeps the Platform's LLM
+from rewriting the memory; an add that comes back queued is reported, never trusted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+from urllib.parse import quote
+
+import httpx
+
+from memsync.config import Config, Mem0PlatformConfig
+from memsync.errors import (
+    AuthError,
+    ConfigError,
+    NotFound,
+    ProviderError,
+    TransientProviderError,
+)
+from memsync.providers.base import (
+    Capabilities,
+    Listing,
+    Page,
+    Provider,
+    WriteOp,
+    WriteResult,
+    require_content,
+)
+from memsync.providers.http import (
+    HttpClient,
+    RetryPolicy,
+    check_base_url,
+    expect_list,
+    expect_object,
+)
+from memsync.providers.mem0_common import (
+    SCOPE_IDS,
+    metadata_for_mem0,
+    record_from_mem0,
+    scope_key_of,
+)
+from memsync.records import Outgoing, Record, Skipped, parse_instant
+from memsync.secrets import Secret, resolve_secret
+
+DEFAULT_BASE_URL = "https://api.mem0.ai"
+MAX_PAGE_SIZE = 200
+MAX_BATCH = 1000
+
+
+class Mem0PlatformProvider(Provider):
+    type = "mem0-platform"
+    family = "mem0"
+    capabilities = Capabilities(incremental=True, batch_writes=True, timestamps=True)
+
+    def __init__(
+        self,
+        name: str,
+        scope: Mapping[str, str],
+        *,
+        secret: Secret | None,
+        base_url: str = DEFAULT_BASE_URL,
+        org_id: str | None = None,
+        project_id: str | None = None,
+        lookback: float = 600.0,
+        timeout: float = 30.0,
+        allow_insecure_http: bool = False,
+        transport: httpx.BaseTransport | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        page_size: int = MAX_PAGE_SIZE,
+        batch_size: int = MAX_BATCH,
+    ) -> None:
+        super().__init__(name)
+        check_base_url(name, base_url, allow_insecure_http=allow_insecure_http)
+        if secret is None:
+            raise ConfigError(
+                f"providers.{name}: the Mem0 Platform needs an API key; set "
+                "api_key_env = \"MEM0_API_KEY\" (or api_key_file) in its table"
+            )
+        self.base_url = base_url.rstrip("/")
+        self.scope = {k: scope[k] for k in SCOPE_IDS if scope.get(k)}
+        self.lookback = timedelta(seconds=lookback)
+        self.page_size = max(1, min(page_size, MAX_PAGE_SIZE))
+        self.batch_size = max(1, min(batch_size, MAX_BATCH))
+        self.params = {k: v for k, v in (("org_id", org_id), ("project_id", project_id)) if v}
+        self._client_args: dict[str, Any] = dict(
+            secret=secret, auth="token", timeout=timeout,
+            allow_insecure_http=allow_insecure_http, transport=transport, retry=retry,
+            sleep=sleep,
+        )
+        self._http: HttpClient | None = None
+
+    # lifecycle ------------------------------------------------------------------------
+
+    def open(self) -> None:
+        if self._http is None:
+            self._http = HttpClient(self.name, self.base_url, **self._client_args)
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+
+    @property
+    def http(self) -> HttpClient:
+        if self._http is None:
+            self.open()
+        assert self._http is not None
+        return self._http
+
+    # identity -------------------------------------------------------------------------
+
+    def identity(self) -> str:
+        scope = ",".join(f"{k}={v}" for k, v in sorted(self.scope.items()))
+        project = "/".join(self.params.get(k, "-") for k in ("org_id", "project_id"))
+        return f"mem0-platform:{self.base_url}/{project}#{scope}"
+
+    def scope_key(self) -> str:
+        return scope_key_of(self.scope)
+
+    def describe_scope(self) -> dict[str, Any]:
+        return {"scope_key": self.scope_key(), **self.scope}
+
+    def check(self) -> str:
+        pong = expect_object(self.name, self.http.get("/v1/ping/", params=self.params), "ping")
+        first = self._page(1, self._filters(None))
+        project = pong.get("project_id") or "the key's project"
+        return f"reachable ({project}), {first['count']} memories in scope"
+
+    # reads ----------------------------------------------------------------------------
+
+    def listing(self, cursor: str | None = None) -> Listing:
+        last = parse_instant(cursor) if cursor else None
+        return _PlatformListing(self, last)
+
+    def _filters(self, since: datetime | None) -> dict[str, Any]:
+        conditions: list[dict[str, Any]] = [{k: v} for k, v in self.scope.items()]
+        if since is not None:
+            conditions.append({"updated_at": {"gte": _iso(since)}})
+        return conditions[0] if len(conditions) == 1 else {"AND": conditions}
+
+    def _page(self, number: int, filters: dict[str, Any]) -> dict[str, Any]:
+        body = self.http.json(
+            "POST", "/v3/memories/",
+            params={"page": number, "page_size": self.page_size, **self.params},
+            json={"filters": filters}, idempotent=True,
+        )
+        page = expect_object(self.name, body, "POST /v3/memories/")
+        if not isinstance(page.get("count"), int) or isinstance(page.get("count"), bool):
+            page["count"] = None
+        page["results"] = expect_list(self.name, page.get("results"), "POST /v3/memories/ results")
+        return page
+
+    def _raw(self, provider_id: str) -> dict[str, Any] | None:
+        try:
+            body = self.http.get(f"/v1/memories/{_segment(provider_id)}/", params=self.params)
+        except NotFound:
+            return None
+        if body is None:
+            return None
+        raw = expect_object(self.name, body, "GET /v1/memories/{id}/")
+        held = {**raw, "run_id": raw.get("run_id") or raw.get("session_id")}
+        if any(held.get(k) != v for k, v in self.scope.items()):
+            return None
+        return raw
+
+    def get(self, provider_id: str) -> Record | None:
+        raw = self._raw(provider_id)
+        if raw is None:
+            return None
+        record = record_from_mem0(raw, self.scope_key())
+        return record if isinstance(record, Record) else None
+
+    # writes ---------------------------------------------------------------------------
+
+    def create(self, item: Outgoing) -> Record:
+        require_content(self.name, item)
+        role = item.provenance.get("role")
+        body: dict[str, Any] = {
+            "messages": [
+                {"role": role if role in ("user", "assistant") else "user", "content": item.content}
+            ],
+            **self.scope,
+            "metadata": metadata_for_mem0(item),
+            "infer": False,
+        }
+        created = parse_instant(item.created_at)
+        if created is not None:
+            body["timestamp"] = int(created.timestamp())
+        answer = self.http.json(
+            "POST", "/v3/memories/add/", params=self.params or None, json=body
+        )
+        if isinstance(answer, dict) and "results" not in answer and answer.get("event_id"):
+            raise ProviderError(
+                f"{self.name}: the Platform queued the add (event {answer['event_id']}, status "
+                f"{answer.get('status')}) instead of storing it as sent; it may run LLM "
+                f"extraction on it. Check the memory of origin {item.origin} in the dashboard"
+            )
+        results = answer.get("results") if isinstance(answer, dict) else answer
+        added = [
+            r for r in expect_list(self.name, results, "POST /v3/memories/add/")
+            if isinstance(r, dict) and r.get("id") and r.get("event", "ADD") == "ADD"
+        ]
+        if len(added) != 1:
+            raise ProviderError(
+                f"{self.name}: the Platform added {len(added)} memories where one was expected "
+                f"(origin {item.origin})"
+            )
+        return self._reread(str(added[0]["id"]), "create")
+
+    def update(self, provider_id: str, item: Outgoing) -> Record:
+        require_content(self.name, item)
+        self.http.json(
+            "PUT", f"/v1/memories/{_segment(provider_id)}/", params=self.params or None,
+            json={"text": item.content, "metadata": metadata_for_mem0(item)},
+        )
+        return self._reread(provider_id, "update")
+
+    def delete(self, provider_id: str) -> None:
+        try:
+            self.http.json(
+                "DELETE", f"/v1/memories/{_segment(provider_id)}/", params=self.params or None
+            )
+        except NotFound:
+            return
+
+    def _reread(self, provider_id: str, what: str) -> Record:
+        record = self.get(provider_id)
+        if record is None:
+            raise ProviderError(
+                f"{self.name}: memory {provider_id} is not readable in scope {self.scope} "
+                f"right after its {what}"
+            )
+        return record
+
+    def write_many(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
+        """Creates one by one (each add carries its own metadata); updates and deletes in
+        ``/v1/batch/`` calls of up to 1000, keeping the engine's order between kinds.
+
+        A batch the Platform refuses as a whole (a 400, or a 404 for one missing memory) is
+        replayed op by op, so one bad op never fails the others; a rate limit, outage or
+        refused key fails the batch's ops with that error, for the engine to retry.
+        """
+        run: list[WriteOp] = []
+        for op in [*ops, None]:
+            if run and (op is None or op.kind != run[0].kind or len(run) >= self.batch_size):
+                if run[0].kind == "create":
+                    yield from super().write_many(run)
+                else:
+                    yield from self._batch(run)
+                run = []
+            if op is not None:
+                run.append(op)
+
+    def _batch(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
+        kind = ops[0].kind
+        try:
+            entries = [self._batch_entry(op) for op in ops]
+        except ProviderError:
+            yield from super().write_many(ops)
+            return
+        method = "PUT" if kind == "update" else "DELETE"
+        try:
+            self.http.json(method, "/v1/batch/", params=self.params or None,
+                           json={"memories": entries})
+        except (TransientProviderError, AuthError) as exc:
+            for op in ops:
+                yield WriteResult(op, error=exc)
+            return
+        except ProviderError:
+            yield from super().write_many(ops)
+            return
+        for op in ops:
+            if kind == "delete":
+                yield WriteResult(op)
+            else:
+                assert op.item is not None and op.provider_id is not None
+                yield WriteResult(op, record=self._as_written(op.provider_id, op.item))
+
+    def _batch_entry(self, op: WriteOp) -> dict[str, Any]:
+        if op.provider_id is None:
+            raise ProviderError(f"{self.name}: {op.kind} {op.key} names no memory")
+        if op.kind == "delete":
+            return {"memory_id": op.provider_id}
+        if op.item is None:
+            raise ProviderError(f"{self.name}: update {op.key} carries no content")
+        require_content(self.name, op.item)
+        return {
+            "memory_id": op.provider_id,
+            "text": op.item.content,
+            "metadata": metadata_for_mem0(op.item),
+        }
+
+    def _as_written(self, provider_id: str, item: Outgoing) -> Record:
+        """What a batch update left, built from what was sent (the batch answers no records):
+        no version token, so the next listing supplies it without reporting a change."""
+        return Record(
+            id=provider_id,
+            content=item.content,
+            metadata=dict(item.metadata),
+            scope_key=self.scope_key(),
+            created_at=item.created_at,
+            provenance=dict(item.provenance),
+            origin=item.origin,
+        )
+
+
+class _PlatformListing(Listing):
+    """Offset pages of the v3 list, trusted only when counts and pages agree."""
+
+    def __init__(self, provider: Mem0PlatformProvider, last: datetime | None) -> None:
+        super().__init__()
+        self.provider = provider
+        self.last = last
+        self.since = last - provider.lookback if last is not None else None
+        self.mode: Literal["full", "incremental"] = "incremental" if last else "full"
+
+    def pages(self) -> Iterator[Page]:
+        provider = self.provider
+        filters = provider._filters(self.since)
+        seen: set[str] = set()
+        repeated = 0
+        counts: list[int | None] = []
+        newest = self.last
+        number = 1
+        while True:
+            body = provider._page(number, filters)
+            counts.append(body["count"])
+            page = Page([])
+            for raw in body["results"]:
+                if not isinstance(raw, dict) or not raw.get("id"):
+                    self.mark_partial("the Platform listed an entry without an id")
+                    continue
+                if str(raw["id"]) in seen:
+                    repeated += 1
+                    continue
+                seen.add(str(raw["id"]))
+                updated = parse_instant(raw.get("updated_at"))
+                if updated is not None and (newest is None or updated > newest):
+                    newest = updated
+                item = record_from_mem0(raw, provider.scope_key())
+                if isinstance(item, Skipped):
+                    page.skipped.append(item)
+                else:
+                    page.records.append(item)
+            if page.records or page.skipped:
+                yield page
+            expected_pages = -(-(counts[0] or 0) // provider.page_size) + 2
+            if not body.get("next") or not body["results"]:
+                break
+            if number >= expected_pages:
+                self.mark_partial("the Platform kept offering pages past its own count")
+                break
+            number += 1
+        self._judge(counts, len(seen), repeated, newest)
+
+    def _judge(
+        self, counts: list[int | None], unique: int, repeated: int, newest: datetime | None
+    ) -> None:
+        first = counts[0]
+        if first is None:
+            self.mark_partial("the Platform's list answered no count to check the pages against")
+        elif any(c != first for c in counts):
+            self.mark_partial(
+                f"the count changed while paging ({first} -> {counts[-1]}): memories were "
+                "written or deleted meanwhile, so offset pages may have skipped some"
+            )
+        elif repeated:
+            self.mark_partial(f"offset paging listed {repeated} memories twice (data shifted)")
+        elif unique != first:
+            self.mark_partial(f"the pages held {unique} memories but the Platform counted {first}")
+        if self.partial_reason is not None:
+            return
+        self.cursor = _iso(newest) if newest is not None else None
+        self.complete = True
+
+
+def _iso(instant: datetime) -> str:
+    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _segment(provider_id: str) -> str:
+    return quote(provider_id, safe="")
+
+
+def build(name: str, entry: Mem0PlatformConfig, config: Config) -> Mem0PlatformProvider:
+    return Mem0PlatformProvider(
+        name,
+        entry.scope,
+        secret=resolve_secret(name, entry.api_key_env, entry.api_key_file),
+        base_url=entry.base_url,
+        org_id=entry.org_id,
+        project_id=entry.project_id,
+        lookback=entry.lookback,
+        timeout=entry.timeout,
+        allow_insecure_http=entry.allow_insecure_http,
+    )

@@ -1,0 +1,390 @@
+"""``mem0-server``: Mem0's self-hosted REST server (FastAPI, ``server/main.py`` upstream).
+
+Routes used: ``GET /memories?user_id&agent_id&run_id&top_k`` (no cursor: ``top_k`` is raised
+until a call comes back short, ADR-0024, via ``mem0_paging``), ``GET/PUT/DELETE
+/memories/{id}``, ``POST /memories`` and ``GET /openapi.json``.
+
+memsync never lets a write trigger LLM extraction: creates send ``infer: false``. Servers from
+before that field silently drop it and extract anyway, so before the first create the server
+must prove it knows ``infer`` — from its OpenAPI schema, or, when that is hidden, from a probe
+that cannot write (an invalid ``infer`` with no scope id: a server that knows the field answers
+422 about it; one that does not answers 400 for the missing id). Unproven means no writes.
+The same schema (or a ``top_k=1`` probe) proves ``top_k`` is honoured: a server that ignores it
+returns its own default page, and a listing from it is never called complete.
+
+Mem0's update merges metadata; updates read the memory first so that removed keys can be
+tombstoned (``mem0_common.REMOVED_KEY``) and a missing memory is a NotFound on every version.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+
+from memsync.config import Config, Mem0ServerConfig
+from memsync.errors import (
+    AuthError,
+    ConfigError,
+    NotFound,
+    ProviderError,
+    TransientProviderError,
+)
+from memsync.providers.base import Capabilities, Listing, Page, Provider, require_content
+from memsync.providers.http import (
+    HttpClient,
+    RetryPolicy,
+    check_base_url,
+    expect_list,
+    expect_object,
+)
+from memsync.providers.mem0_common import (
+    SCOPE_IDS,
+    metadata_for_mem0,
+    record_from_mem0,
+    scope_key_of,
+)
+from memsync.providers.mem0_paging import fetch_all
+from memsync.records import Outgoing, Record, Skipped
+from memsync.secrets import Secret, resolve_secret
+
+MAX_TOP_K = 1000  # the server validates top_k in 0..1000
+PAGE_SIZE = 200
+
+
+@dataclass(frozen=True)
+class ServerFeatures:
+    """What the server proved it supports; None when it could not be told."""
+
+    infer: bool | None
+    top_k: bool | None
+    how: str
+
+
+class Mem0ServerProvider(Provider):
+    type = "mem0-server"
+    family = "mem0"
+    capabilities = Capabilities(timestamps=True)
+
+    def __init__(
+        self,
+        name: str,
+        base_url: str,
+        scope: Mapping[str, str],
+        *,
+        secret: Secret | None = None,
+        auth: Literal["api-key", "bearer", "none"] = "api-key",
+        timeout: float = 30.0,
+        allow_insecure_http: bool = False,
+        transport: httpx.BaseTransport | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        start_top_k: int = MAX_TOP_K,
+    ) -> None:
+        super().__init__(name)
+        check_base_url(name, base_url, allow_insecure_http=allow_insecure_http)
+        if auth != "none" and secret is None:
+            raise ConfigError(
+                f"providers.{name}: auth = {auth!r} needs api_key_env or api_key_file "
+                "(or auth = \"none\" for a server running with AUTH_DISABLED)"
+            )
+        self.base_url = base_url.rstrip("/")
+        self.scope = {k: scope[k] for k in SCOPE_IDS if scope.get(k)}
+        self.start_top_k = start_top_k
+        self._client_args: dict[str, Any] = dict(
+            secret=secret, auth=auth, timeout=timeout, allow_insecure_http=allow_insecure_http,
+            transport=transport, retry=retry, sleep=sleep,
+        )
+        self._http: HttpClient | None = None
+        self._features: ServerFeatures | None = None
+
+    # lifecycle ------------------------------------------------------------------------
+
+    def open(self) -> None:
+        if self._http is None:
+            self._http = HttpClient(self.name, self.base_url, **self._client_args)
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+        self._features = None  # a server may be upgraded between cycles
+
+    @property
+    def http(self) -> HttpClient:
+        if self._http is None:
+            self.open()
+        assert self._http is not None
+        return self._http
+
+    # identity -------------------------------------------------------------------------
+
+    def identity(self) -> str:
+        scope = ",".join(f"{k}={v}" for k, v in sorted(self.scope.items()))
+        return f"mem0-server:{self.base_url}#{scope}"
+
+    def scope_key(self) -> str:
+        return scope_key_of(self.scope)
+
+    def describe_scope(self) -> dict[str, Any]:
+        return {"scope_key": self.scope_key(), **self.scope}
+
+    # server features --------------------------------------------------------------------
+
+    def features(self) -> ServerFeatures:
+        """Whether the server knows ``infer`` and ``top_k``, proven once per cycle."""
+        if self._features is None:
+            self._features = self._features_from_openapi() or self._features_from_probes()
+        return self._features
+
+    def _features_from_openapi(self) -> ServerFeatures | None:
+        try:
+            doc = self.http.get("/openapi.json")
+        except (TransientProviderError, AuthError):
+            raise
+        except ProviderError:  # hidden (404) or refused: fall back to probing
+            return None
+        if not isinstance(doc, dict):
+            return None
+        paths = doc.get("paths", {}).get("/memories", {})
+        if not isinstance(paths, dict) or "post" not in paths:
+            return None
+        try:
+            body = paths["post"]["requestBody"]["content"]["application/json"]["schema"]
+            create = _resolve(doc, body)
+        except (KeyError, TypeError):
+            return None
+        infer = "infer" in (create.get("properties") or {})
+        parameters = paths.get("get", {}).get("parameters") or []
+        top_k = any(isinstance(p, dict) and p.get("name") == "top_k" for p in parameters)
+        return ServerFeatures(infer=infer, top_k=top_k, how="its OpenAPI schema")
+
+    def _features_from_probes(self) -> ServerFeatures:
+        probe = self.http.request(
+            "POST", "/memories", json={"messages": [], "infer": "memsync-probe"},
+            idempotent=True, accept=(400, 422),  # cannot write: no scope id, no messages
+        )
+        infer: bool | None = None
+        if probe.status_code == 422:
+            infer = _complains_about(probe, "infer")
+        elif probe.status_code == 400:
+            infer = False
+        sample = self._get_all(1)
+        return ServerFeatures(infer=infer, top_k=len(sample) <= 1, how="probing the server")
+
+    # reads ----------------------------------------------------------------------------
+
+    def check(self) -> str:
+        features = self.features()
+        count = sum(len(page.records) for page in self.listing().pages())
+        writes = (
+            "writes with infer:false" if features.infer
+            else "writes refused: the server cannot promise infer:false"
+        )
+        return f"reachable, {count} memories in scope; {writes} (checked by {features.how})"
+
+    def listing(self, cursor: str | None = None) -> Listing:
+        return _ServerListing(self)
+
+    def _get_all(self, top_k: int) -> list[Any]:
+        body = self.http.get("/memories", params={**self.scope, "top_k": top_k})
+        if isinstance(body, dict):
+            body = body.get("results")
+        return expect_list(self.name, body, "GET /memories")
+
+    def _raw(self, provider_id: str) -> dict[str, Any] | None:
+        """The memory as the server holds it, or None when absent or outside the scope."""
+        try:
+            body = self.http.get(f"/memories/{_segment(provider_id)}")
+        except NotFound:
+            return None
+        if body is None:
+            return None
+        raw = expect_object(self.name, body, "GET /memories/{id}")
+        if any(raw.get(k) != v for k, v in self.scope.items()):
+            return None
+        return raw
+
+    def get(self, provider_id: str) -> Record | None:
+        raw = self._raw(provider_id)
+        if raw is None:
+            return None
+        record = record_from_mem0(raw, self.scope_key())
+        return record if isinstance(record, Record) else None
+
+    # writes ---------------------------------------------------------------------------
+
+    def create(self, item: Outgoing) -> Record:
+        require_content(self.name, item)
+        self._require_infer_false()
+        metadata = metadata_for_mem0(item)
+        if item.created_at:
+            metadata["created_at"] = item.created_at  # Mem0 backdates created_at from metadata
+        role = item.provenance.get("role")
+        body = {
+            "messages": [
+                {"role": role if role in ("user", "assistant") else "user", "content": item.content}
+            ],
+            **self.scope,
+            "metadata": metadata,
+            "infer": False,
+        }
+        answer = self.http.json("POST", "/memories", json=body)
+        results = answer.get("results") if isinstance(answer, dict) else answer
+        added = [
+            r for r in expect_list(self.name, results, "POST /memories")
+            if isinstance(r, dict) and r.get("id") and r.get("event", "ADD") == "ADD"
+        ]
+        if len(added) != 1:
+            raise ProviderError(
+                f"{self.name}: POST /memories added {len(added)} memories where one was "
+                f"expected (origin {item.origin}); check the server's logs"
+            )
+        return self._reread(str(added[0]["id"]), "create")
+
+    def update(self, provider_id: str, item: Outgoing) -> Record:
+        require_content(self.name, item)
+        previous = self._raw(provider_id)
+        if previous is None:
+            raise NotFound(f"{self.name}: memory {provider_id} is not in scope {self.scope}")
+        metadata = metadata_for_mem0(item, previous=previous.get("metadata") or {})
+        self.http.json(
+            "PUT", f"/memories/{_segment(provider_id)}",
+            json={"text": item.content, "metadata": metadata},
+        )
+        return self._reread(provider_id, "update")
+
+    def delete(self, provider_id: str) -> None:
+        try:
+            self.http.json("DELETE", f"/memories/{_segment(provider_id)}")
+        except NotFound:
+            return
+        except TransientProviderError:
+            # Servers before the 404 mapping answer 500 for a missing memory.
+            if self._raw(provider_id) is None:
+                return
+            raise
+
+    def _reread(self, provider_id: str, what: str) -> Record:
+        record = self.get(provider_id)
+        if record is None:
+            raise ProviderError(
+                f"{self.name}: memory {provider_id} is not readable right after its {what}; "
+                "check the server's logs"
+            )
+        return record
+
+    def _require_infer_false(self) -> None:
+        features = self.features()
+        if features.infer:
+            return
+        why = (
+            "its POST /memories has no 'infer' field"
+            if features.infer is False
+            else "it did not show whether POST /memories accepts 'infer'"
+        )
+        raise ProviderError(
+            f"{self.name}: refusing to write to the Mem0 server at {self.base_url}: {why} "
+            f"(checked by {features.how}), so it could run LLM extraction and store rewritten "
+            "facts instead of the memory; upgrade the server to a release that accepts infer"
+        )
+
+
+class _ServerListing(Listing):
+    """One get_all snapshot, proven whole by a short call, handed out in pages."""
+
+    def __init__(self, provider: Mem0ServerProvider) -> None:
+        super().__init__()
+        self.provider = provider
+
+    def pages(self) -> Iterator[Page]:
+        provider = self.provider
+        features = provider.features()
+        ignored_top_k = False
+
+        def get_all(top_k: int) -> list[Any]:
+            nonlocal ignored_top_k
+            results = provider._get_all(top_k)
+            ignored_top_k = ignored_top_k or len(results) > top_k
+            return results
+
+        start = max(1, min(provider.start_top_k, MAX_TOP_K))
+        fetched = fetch_all(get_all, start=start, limit=MAX_TOP_K)
+        page = Page([])
+        seen: set[str] = set()
+        for raw in fetched.items:
+            if not isinstance(raw, dict):
+                self.mark_partial("the server listed something that is not a memory")
+                continue
+            item = record_from_mem0(raw, provider.scope_key())
+            if item.id in seen:
+                self.mark_partial(f"the server listed memory {item.id} twice")
+                continue
+            seen.add(item.id)
+            if isinstance(item, Skipped):
+                page.skipped.append(item)
+            else:
+                page.records.append(item)
+            if len(page.records) >= PAGE_SIZE:
+                yield page
+                page = Page([])
+        if page.records or page.skipped:
+            yield page
+        if not fetched.complete:
+            self.mark_partial(
+                f"the scope holds {MAX_TOP_K} or more memories, the most the server returns "
+                "in one call (get_all has no cursor)"
+            )
+        elif not features.top_k or ignored_top_k:
+            self.mark_partial(
+                "the server ignores top_k on GET /memories, so a short answer may be its "
+                "default cap; upgrade the server to infer deletes from it"
+            )
+        if self.partial_reason is None:
+            self.complete = True
+
+
+def _resolve(doc: Mapping[str, Any], schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Follow one local ``$ref`` (FastAPI puts request models under components/schemas)."""
+    ref = schema.get("$ref")
+    if not isinstance(ref, str) or not ref.startswith("#/"):
+        return schema
+    node: Any = doc
+    for part in ref[2:].split("/"):
+        node = node[part]
+    if not isinstance(node, Mapping):
+        raise TypeError(ref)
+    return node
+
+
+def _complains_about(response: httpx.Response, field: str) -> bool:
+    """Whether a FastAPI 422 names ``field`` among the invalid parts of the body."""
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(detail, list) and any(
+        isinstance(e, dict) and field in (e.get("loc") or []) for e in detail
+    )
+
+
+def _segment(provider_id: str) -> str:
+    from urllib.parse import quote
+
+    return quote(provider_id, safe="")
+
+
+def build(name: str, entry: Mem0ServerConfig, config: Config) -> Mem0ServerProvider:
+    secret = resolve_secret(name, entry.api_key_env, entry.api_key_file)
+    return Mem0ServerProvider(
+        name,
+        entry.base_url,
+        entry.scope,
+        secret=secret,
+        auth=entry.auth,
+        timeout=entry.timeout,
+        allow_insecure_http=entry.allow_insecure_http,
+    )

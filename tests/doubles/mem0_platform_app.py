@@ -1,0 +1,308 @@
+"""A double of the hosted Mem0 Platform API, as ``mem0.client.main.MemoryClient`` 2.2.1 calls it.
+
+The Platform cannot be reached from here, so this in-process Starlette app follows its
+documented contract with state in memory: ``Authorization: Token <key>``; the v3 list
+``POST /v3/memories/?page&page_size`` (page_size <= 200) with ``{filters}`` (entity ids,
+``AND``/``OR``, ``created_at``/``updated_at`` with gt/gte/lt/lte) answering
+``{count, next, previous, results}``, newest first, the run id named ``session_id``;
+``POST /v3/memories/add/`` (synchronous with ``infer: false``, otherwise queued as
+``{event_id, status: PENDING}``); ``GET/PUT/DELETE /v1/memories/{id}/``; ``PUT|DELETE
+/v1/batch/`` (<= 1000 items); ``GET /v1/ping/``.
+
+Where the contract is silent, the double says what it chose: a v1 PUT replaces metadata; a
+batch naming a missing memory is refused whole (404) and changes nothing.
+
+Knobs for the failure modes memsync must survive: ``between_pages(page)`` runs after a list
+page is served (insert memories there to shift offset paging), ``count_skew`` makes ``count``
+disagree with the pages, ``queues_every_add`` ignores ``infer: false``, and ``faults`` injects 429/5xx/stalls/resets/malformed JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from memsync.records import parse_instant
+from tests.doubles import ASGIApp, ASGIBridge, Faults
+
+ENTITY_IDS = ("user_id", "agent_id", "app_id", "run_id")
+MAX_PAGE_SIZE = 200
+MAX_BATCH = 1000
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, detail: str) -> None:
+        self.status = status
+        self.detail = detail
+
+
+class Mem0PlatformDouble:
+    def __init__(self, *, api_key: str, page_size_default: int = 100) -> None:
+        self.api_key = api_key
+        self.page_size_default = page_size_default
+        self.memories: dict[str, dict[str, Any]] = {}
+        self.faults = Faults()
+        self.extraction_requests = 0
+        self.between_pages: Callable[[int], None] | None = None
+        self.count_skew = 0
+        self.queues_every_add = False  # behave as if infer: false were ignored
+        self._last = datetime(2020, 1, 1, tzinfo=UTC)
+        routes = [
+            Route("/v1/ping/", self.ping, methods=["GET"]),
+            Route("/v3/memories/", self.list_memories, methods=["POST"]),
+            Route("/v3/memories/add/", self.add, methods=["POST"]),
+            Route("/v1/memories/{memory_id}/", self.get_memory, methods=["GET"]),
+            Route("/v1/memories/{memory_id}/", self.update_memory, methods=["PUT"]),
+            Route("/v1/memories/{memory_id}/", self.delete_memory, methods=["DELETE"]),
+            Route("/v1/batch/", self.batch_update, methods=["PUT"]),
+            Route("/v1/batch/", self.batch_delete, methods=["DELETE"]),
+        ]
+        self.app: ASGIApp = self.faults.wrap(Starlette(routes=routes))
+
+    def transport(self) -> ASGIBridge:
+        return ASGIBridge(self.app)
+
+    # state ------------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        """Wall-clock time, strictly increasing so that every write has its own instant."""
+        current = max(datetime.now(UTC), self._last + timedelta(microseconds=1))
+        self._last = current
+        return current
+
+    def insert(self, text: str, *, created_at: datetime | None = None, **ids: str) -> str:
+        """Write a memory behind the client's back (another application using the Platform)."""
+        memory_id = str(uuid.uuid4())
+        when = (created_at or self.now()).isoformat()
+        self.memories[memory_id] = {
+            "id": memory_id,
+            "memory": text,
+            **{k: ids.get(k) for k in ENTITY_IDS},
+            "metadata": None,
+            "categories": [],
+            "created_at": when,
+            "updated_at": when,
+            "hash": hashlib.md5(text.encode()).hexdigest(),
+        }
+        return memory_id
+
+    def _touch(self, memory: dict[str, Any], text: str | None, metadata: Any) -> None:
+        if text is not None:
+            memory["memory"] = text
+            memory["hash"] = hashlib.md5(text.encode()).hexdigest()
+        if metadata is not None:
+            memory["metadata"] = metadata
+        memory["updated_at"] = self.now().isoformat()
+
+    @staticmethod
+    def _as_listed(memory: dict[str, Any]) -> dict[str, Any]:
+        listed = {k: v for k, v in memory.items() if k != "run_id"}
+        listed["session_id"] = memory.get("run_id")
+        return listed
+
+    # plumbing ---------------------------------------------------------------------------
+
+    def _authorized(self, request: Request) -> None:
+        if request.headers.get("authorization") != f"Token {self.api_key}":
+            raise _Refused(401, "Invalid API key")
+
+    async def _body(self, request: Request) -> dict[str, Any]:
+        raw = await request.body()
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            raise _Refused(400, "Invalid JSON body") from None
+        if not isinstance(body, dict):
+            raise _Refused(400, "Expected a JSON object")
+        return body
+
+    @staticmethod
+    def _handle(
+        handler: Callable[[Mem0PlatformDouble, Request], Any],
+    ) -> Callable[[Mem0PlatformDouble, Request], Any]:
+        async def wrapped(self: Mem0PlatformDouble, request: Request) -> Response:
+            try:
+                self._authorized(request)
+                return await handler(self, request)  # type: ignore[no-any-return]
+            except _Refused as refused:
+                return JSONResponse({"detail": refused.detail}, status_code=refused.status)
+
+        return wrapped
+
+    # routes -----------------------------------------------------------------------------
+
+    @_handle
+    async def ping(self, request: Request) -> Response:
+        return JSONResponse(
+            {"status": "ok", "org_id": "org_test", "project_id": "proj_test",
+             "user_email": "tester@example.com"}
+        )
+
+    @_handle
+    async def list_memories(self, request: Request) -> Response:
+        body = await self._body(request)
+        try:
+            page = int(request.query_params.get("page", "1"))
+            size = int(request.query_params.get("page_size", str(self.page_size_default)))
+        except ValueError:
+            raise _Refused(400, "page and page_size must be integers") from None
+        if page < 1 or not 1 <= size <= MAX_PAGE_SIZE:
+            raise _Refused(400, f"page_size must be between 1 and {MAX_PAGE_SIZE}")
+        filters = body.get("filters")
+        if not isinstance(filters, dict) or not _names_an_entity(filters):
+            raise _Refused(400, "filters must contain at least one of user_id, agent_id, "
+                                "app_id or run_id")
+        chosen = [m for m in self.memories.values() if _matches(m, filters)]
+        chosen.sort(key=lambda m: (m["created_at"], m["id"]), reverse=True)
+        start = (page - 1) * size
+        results = [self._as_listed(m) for m in chosen[start:start + size]]
+        base = str(request.url.replace(query=""))
+        after = start + size < len(chosen)
+        answer = {
+            "count": len(chosen) + self.count_skew,
+            "next": f"{base}?page={page + 1}&page_size={size}" if after else None,
+            "previous": f"{base}?page={page - 1}&page_size={size}" if page > 1 else None,
+            "results": results,
+        }
+        if self.between_pages is not None:
+            self.between_pages(page)
+        return JSONResponse(answer)
+
+    @_handle
+    async def add(self, request: Request) -> Response:
+        body = await self._body(request)
+        ids = {k: body.get(k) for k in ENTITY_IDS if body.get(k)}
+        nested = body.get("filters") if isinstance(body.get("filters"), dict) else {}
+        ids.update({k: nested[k] for k in ENTITY_IDS if nested.get(k) and k not in ids})
+        if not ids:
+            raise _Refused(400, "At least one of user_id, agent_id, app_id or run_id is required")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise _Refused(400, "messages must be a non-empty list")
+        if body.get("infer") is not False or self.queues_every_add:
+            self.extraction_requests += 1
+            return JSONResponse({"event_id": str(uuid.uuid4()), "status": "PENDING"})
+        created = None
+        if body.get("timestamp") is not None:
+            try:
+                created = datetime.fromtimestamp(int(body["timestamp"]), tz=UTC)
+            except (TypeError, ValueError):
+                raise _Refused(400, "timestamp must be a Unix timestamp") from None
+        metadata = body.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise _Refused(400, "metadata must be an object")
+        added = []
+        for message in messages:
+            if not isinstance(message, dict) or message.get("role") == "system":
+                continue
+            memory_id = self.insert(str(message.get("content", "")), created_at=created, **ids)
+            self.memories[memory_id]["metadata"] = metadata
+            added.append(
+                {"id": memory_id, "data": {"memory": message.get("content")}, "event": "ADD"}
+            )
+        return JSONResponse(added)
+
+    def _found(self, request: Request) -> dict[str, Any]:
+        memory = self.memories.get(request.path_params["memory_id"])
+        if memory is None:
+            raise _Refused(404, "Memory not found")
+        return memory
+
+    @_handle
+    async def get_memory(self, request: Request) -> Response:
+        return JSONResponse(self._found(request))
+
+    @_handle
+    async def update_memory(self, request: Request) -> Response:
+        memory = self._found(request)
+        body = await self._body(request)
+        if body.get("text") is None and body.get("metadata") is None:
+            raise _Refused(400, "At least one of text or metadata must be provided")
+        self._touch(memory, body.get("text"), body.get("metadata"))
+        return JSONResponse(memory)
+
+    @_handle
+    async def delete_memory(self, request: Request) -> Response:
+        memory = self._found(request)
+        del self.memories[memory["id"]]
+        return JSONResponse({"message": "Memory deleted successfully!"})
+
+    async def _batch(self, request: Request) -> list[dict[str, Any]]:
+        items = (await self._body(request)).get("memories")
+        if not isinstance(items, list) or not items:
+            raise _Refused(400, "memories must be a non-empty list")
+        if len(items) > MAX_BATCH:
+            raise _Refused(400, f"Maximum of {MAX_BATCH} memories per batch")
+        for entry in items:
+            if not isinstance(entry, dict) or entry.get("memory_id") not in self.memories:
+                missing = entry.get("memory_id") if isinstance(entry, dict) else entry
+                raise _Refused(404, f"Memory {missing} not found")
+        return items
+
+    @_handle
+    async def batch_update(self, request: Request) -> Response:
+        items = await self._batch(request)
+        for entry in items:
+            self._touch(self.memories[entry["memory_id"]], entry.get("text"), entry.get("metadata"))
+        return JSONResponse({"message": f"Successfully updated {len(items)} memories"})
+
+    @_handle
+    async def batch_delete(self, request: Request) -> Response:
+        items = await self._batch(request)
+        for entry in items:
+            del self.memories[entry["memory_id"]]
+        return JSONResponse({"message": f"Successfully deleted {len(items)} memories"})
+
+
+def _names_an_entity(filters: dict[str, Any]) -> bool:
+    if any(k in filters for k in ENTITY_IDS):
+        return True
+    return any(
+        isinstance(sub, dict) and _names_an_entity(sub)
+        for key in ("AND", "OR")
+        for sub in (filters.get(key) or [])
+    )
+
+
+def _matches(memory: dict[str, Any], filters: dict[str, Any]) -> bool:
+    for key, condition in filters.items():
+        if key == "AND":
+            if not all(_matches(memory, c) for c in condition):
+                return False
+        elif key == "OR":
+            if not any(_matches(memory, c) for c in condition):
+                return False
+        elif key in ENTITY_IDS:
+            value = memory.get(key)
+            if value is None if condition == "*" else value != condition:
+                return False
+        elif key in ("created_at", "updated_at"):
+            if not _compare(memory[key], condition):
+                return False
+        else:
+            raise _Refused(400, f"Unsupported filter field: {key}")
+    return True
+
+
+def _compare(value: str, condition: Any) -> bool:
+    instant = parse_instant(value)
+    if not isinstance(condition, dict) or instant is None:
+        raise _Refused(400, "date filters take {gt|gte|lt|lte: ISO-8601}")
+    for op, bound in condition.items():
+        limit = parse_instant(str(bound))
+        if limit is None or op not in ("gt", "gte", "lt", "lte"):
+            raise _Refused(400, f"Invalid date filter {op}: {bound}")
+        ok = {"gt": instant > limit, "gte": instant >= limit,
+              "lt": instant < limit, "lte": instant <= limit}[op]
+        if not ok:
+            return False
+    return True
