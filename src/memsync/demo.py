@@ -1,73 +1,170 @@
 """`make demo`: memsync's main job on an embedded default, offline, with no accounts.
 
-Runs the real commands in a throwaway MEMSYNC_HOME so nothing of the user's is touched.
+Two real local Mem0 stores stand for the two sides of a cutover (old agents write one, new
+agents the other; mnem takes the new side when its SDK is importable), plus a directory of
+PMM backups. The demo seeds them as applications would, runs the real `memsync` commands in
+a throwaway MEMSYNC_HOME, changes both sides (an add, an edit, a delete, one conflict), syncs
+again, and proves with `memsync verify` that both hold the same memories.
 """
 
 from __future__ import annotations
 
-import json
+import importlib.util
+import logging
 import os
 import shlex
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
-SAMPLE = [
-    {"id": "m1", "content": "Prefers tea over coffee", "metadata": {"topic": "drinks"}},
-    {"id": "m2", "content": "Works on the Lisbon team", "metadata": {"topic": "work"}},
-    {"id": "m3", "content": "Allergic to peanuts", "metadata": {"topic": "health"}},
-    {"id": "m4", "content": "", "metadata": {}},
+SEED_OLD = [
+    ("Prefers tea over coffee", {"topic": "drinks"}),
+    ("Works on the Lisbon platform team", {"topic": "work"}),
+    ("Allergic to peanuts", {"topic": "health"}),
+    ("Wants weekly summaries on Mondays", {"topic": "preferences"}),
+    ("Uses vim keybindings everywhere", {"topic": "tools"}),
+    ("Has a cat called Miso", {"topic": "life"}),
 ]
+SEED_NEW = [("Speaks Portuguese and English", {"topic": "languages"})]
+
+
+def mem0_table(name: str, home: Path) -> str:
+    store = home / "stores" / name
+    return f"""[providers.{name}]
+type = "mem0-oss"
+direction = "both"
+scope = {{ user_id = "alice" }}
+embedder = "hash"   # offline hashing embedder: fine for sync and backup, not for search
+mem0_config = {{ vector_store = {{ provider = "qdrant", config = {{ collection_name = "memories", path = "{store / "qdrant"}", embedding_model_dims = 64 }} }}, history_db_path = "{store / "history.db"}" }}
+"""
+
+
+def write_config(home: Path, use_mnem: bool) -> Path:
+    new_side = (
+        f'[providers.new]\ntype = "mnem"\npath = "{home / "stores" / "mnem"}"\n'
+        if use_mnem
+        else mem0_table("new", home)
+    )
+    text = f"""# memsync demo: the old Mem0 store and the new side, kept in sync, with PMM backups.
+[sync]
+active = "new"
+conflict = "newest"
+
+[backup]
+keep = 3
+
+{mem0_table("old", home)}
+{new_side}
+[providers.backup]
+type = "pmm-dir"
+path = "{home / "pmm-backup"}"
+direction = "push"
+"""
+    path = home / "config" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
 
 
 def run(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     print(f"\n$ memsync {shlex.join(args)}", flush=True)
-    env = {**os.environ, "MEMSYNC_HOME": str(home)}
+    env = {**os.environ, "MEMSYNC_HOME": str(home), "MEM0_TELEMETRY": "False"}
     result = subprocess.run(
         [sys.executable, "-m", "memsync", *args], env=env, text=True, capture_output=True
     )
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)
     if check and result.returncode != 0:
-        raise SystemExit(f"demo step failed with exit {result.returncode}")
+        raise SystemExit(f"demo step `memsync {' '.join(args)}` failed (exit {result.returncode})")
     return result
 
 
+class Application:
+    """What an agent does to its own store: write memories directly with the library."""
+
+    def __init__(self, home: Path, name: str) -> None:
+        from memsync.config import load_config
+        from memsync.providers import build_provider
+
+        os.environ["MEMSYNC_HOME"] = str(home)
+        config = load_config(home / "config" / "config.toml")
+        self.provider: Any = build_provider(name, config)
+
+    def __enter__(self) -> Application:
+        self.provider.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.provider.close()  # agents must let go: a local store admits one process at a time
+
+    def add(self, text: str, metadata: dict[str, Any]) -> None:
+        memory = self.provider.memory
+        memory.add(text, user_id="alice", metadata=metadata, infer=False)
+
+    def find(self, text: str) -> str:
+        items = self.provider.memory.get_all(filters={"user_id": "alice"}, top_k=1000)["results"]
+        return next(item["id"] for item in items if item["memory"] == text)
+
+    def edit(self, text: str, new_text: str) -> None:
+        self.provider.memory.update(self.find(text), new_text)
+
+    def delete(self, text: str) -> None:
+        self.provider.memory.delete(self.find(text))
+
+
 def main() -> None:
+    started = time.monotonic()
+    os.environ.setdefault("MEM0_TELEMETRY", "False")
+    logging.getLogger("mem0").setLevel(logging.ERROR)  # optional-extra warnings, not ours
+    use_mnem = importlib.util.find_spec("mnem") is not None
     home = Path(tempfile.mkdtemp(prefix="memsync-demo-"))
-    config = home / "config" / "config.toml"
-    config.parent.mkdir(parents=True)
-    config.write_text(
-        f"""[sync]
-active = "notes"
-
-[providers.notes]
-type = "pmm-dir"
-path = "{home / "notes"}"
-scope_key = "alice"
-
-[providers.backup]
-type = "pmm-dir"
-path = "{home / "backup"}"
-direction = "push"
-"""
+    write_config(home, use_mnem)
+    print(f"memsync demo in {home}")
+    print(
+        "old = a Mem0 store the old agents write; new = "
+        + (
+            "a mnem store"
+            if use_mnem
+            else "a second Mem0 store (mnem's SDK is not importable here)"
+        )
+        + "; backup = PMM files"
     )
-    sample = home / "sample.pmm.jsonl"
-    header = {
-        "pmm_version": 1,
-        "exported_at": "2026-11-30T09:00:00Z",
-        "source_provider": "mem0",
-        "scope": {"user_id": "alice"},
-    }
-    lines = [json.dumps(header)] + [json.dumps({**r, "scope_key": "alice"}) for r in SAMPLE]
-    sample.write_text("\n".join(lines) + "\n")
-    print(f"memsync demo in {home} (deleted by nothing: look around afterwards)")
+
+    print("\n# the applications write their memories")
+    with Application(home, "old") as old:
+        for text, metadata in SEED_OLD:
+            old.add(text, metadata)
+    if not use_mnem:
+        with Application(home, "new") as new:
+            for text, metadata in SEED_NEW:
+                new.add(text, metadata)
+
     run(home, "check")
-    run(home, "import", str(sample), "--into", "notes", check=False)
-    run(home, "import", str(sample), "--into", "notes", check=False)
-    run(home, "export", "--provider", "notes")
+    run(home, "sync", "--dry-run")
+    run(home, "sync")
+    run(home, "verify", "old", "new")
+
+    print("\n# both sides change: an add and a delete on the old side, an edit on the new,")
+    print("# and the same memory edited on both (a conflict: the newest edit wins)")
+    with Application(home, "old") as old:
+        old.add("Moved to the Porto office", {"topic": "work"})
+        old.delete("Uses vim keybindings everywhere")
+        old.edit("Prefers tea over coffee", "Prefers green tea over coffee")
+    time.sleep(0.05)
+    if not use_mnem:
+        with Application(home, "new") as new:
+            new.edit("Has a cat called Miso", "Has two cats, Miso and Tofu")
+            new.edit("Prefers tea over coffee", "Prefers matcha over coffee")
+
+    run(home, "sync")
+    run(home, "verify", "old", "new")
+    run(home, "conflicts", "--all")
     run(home, "status")
+    run(home, "export", "--provider", "backup")
+    print(f"\ndemo finished in {time.monotonic() - started:.1f}s; everything is in {home}")
 
 
 if __name__ == "__main__":

@@ -504,7 +504,7 @@ class Mem0OssProvider(Provider):
                 "vector_store.config.embedding_model_dims in the Mem0 config"
             )
         memory.embedding_model = HashEmbedder(dims)
-        log.warning(
+        log.info(
             "%s: using the hash embedder: fine for backup and sync, unfit for semantic search",
             self.name,
         )
