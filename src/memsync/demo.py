@@ -38,7 +38,13 @@ type = "mem0-oss"
 direction = "both"
 scope = {{ user_id = "alice" }}
 embedder = "hash"   # offline hashing embedder: fine for sync and backup, not for search
-mem0_config = {{ vector_store = {{ provider = "qdrant", config = {{ collection_name = "memories", path = "{store / "qdrant"}", embedding_model_dims = 64 }} }}, history_db_path = "{store / "history.db"}" }}
+
+[providers.{name}.mem0_config]
+history_db_path = "{store / "history.db"}"
+
+[providers.{name}.mem0_config.vector_store]
+provider = "qdrant"
+config = {{ collection_name = "memories", path = "{store / "qdrant"}", embedding_model_dims = 64 }}
 """
 
 
