@@ -95,6 +95,9 @@ def main(ctx: click.Context, config_path: Path | None, verbose: int) -> None:
     logging.basicConfig(
         level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
+    if verbose < 2:
+        # Mem0 warns about optional extras (spaCy, fastembed) memsync never uses.
+        logging.getLogger("mem0").setLevel(logging.ERROR)
     ctx.obj = App(resolve_paths(config_path))
 
 
@@ -276,4 +279,4 @@ def status(app: App, as_json: bool) -> None:
 
 
 # The command modules add themselves to `main` when imported.
-from memsync import cli_sync  # noqa: E402, F401
+from memsync import cli_daemon, cli_sync  # noqa: E402, F401

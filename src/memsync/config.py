@@ -52,6 +52,8 @@ def parse_duration(value: str | int | float) -> float:
         raise ValueError("expected a duration such as '30s', '5m', '1h' or '1d'")
     if isinstance(value, int | float):
         seconds = float(value)
+    elif not isinstance(value, str):
+        raise ValueError(f"expected a duration such as '30s', '5m', '1h' or '1d', got {value!r}")
     else:
         match = _DURATION.match(value)
         if not match:

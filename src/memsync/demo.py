@@ -112,7 +112,7 @@ class Application:
 
     def find(self, text: str) -> str:
         items = self.provider.memory.get_all(filters={"user_id": "alice"}, top_k=1000)["results"]
-        return next(item["id"] for item in items if item["memory"] == text)
+        return str(next(item["id"] for item in items if item["memory"] == text))
 
     def edit(self, text: str, new_text: str) -> None:
         self.provider.memory.update(self.find(text), new_text)

@@ -14,9 +14,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memsync.errors import LockHeld
+from memsync.errors import LockHeld, MemsyncError
 from memsync.paths import Paths, make_private_dir
 from memsync.records import utc_now_iso
+
+DAEMON_LOCK = "daemon.lock"
 
 
 class ProcessLock:
@@ -27,8 +29,14 @@ class ProcessLock:
 
     def acquire(self, timeout: float = 0.0, poll: float = 0.1) -> None:
         """Take the lock, waiting up to timeout seconds; LockHeld names the holder's pid."""
-        make_private_dir(self.path.parent)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            make_private_dir(self.path.parent)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise MemsyncError(
+                f"cannot create the lock file {self.path} ({exc.strerror or exc}); set "
+                "XDG_RUNTIME_DIR to a directory of yours, or MEMSYNC_HOME"
+            ) from None
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -36,20 +44,36 @@ class ProcessLock:
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    holder = self.holder()
                     os.close(fd)
-                    who = f"pid {holder['pid']}" if holder.get("pid") else "another process"
-                    what = holder.get("role", self.role)
-                    raise LockHeld(
-                        f"another memsync {what} ({who}) holds {self.path.name}"
-                        + (f"; waited {timeout:.0f}s" if timeout else "")
-                    ) from None
+                    raise LockHeld(self._held_message(timeout)) from None
                 time.sleep(poll)
         os.ftruncate(fd, 0)
         os.write(
             fd, json.dumps({"pid": os.getpid(), "role": self.role, "since": utc_now_iso()}).encode()
         )
         self._fd = fd
+
+    def _held_message(self, waited: float) -> str:
+        """Who holds the lock, in words: the daemon by name when it is the daemon."""
+        holder = self.holder()
+        pid = holder.get("pid")
+        who = f"pid {pid}" if pid else "another process"
+        after = f"; waited {waited:.0f}s" if waited else ""
+        daemon = ProcessLock(self.path.parent / DAEMON_LOCK, "daemon")
+        if self.path.name == DAEMON_LOCK:
+            since = f", since {holder['since']}" if holder.get("since") else ""
+            return (
+                f"a memsync daemon is already running ({who}{since}); stop it first "
+                f"(`systemctl --user stop memsync` or `kill {pid or 'PID'}`)"
+            )
+        if pid and is_locked(daemon.path) and daemon.holder().get("pid") == pid:
+            return (
+                f"the memsync daemon ({who}) is running a sync cycle{after}; try again when "
+                "it finishes (`memsync status` shows the daemon; `memsync sync --wait SECONDS` "
+                "waits longer)"
+            )
+        what = holder.get("role", self.role)
+        return f"another memsync {what} ({who}) holds {self.path.name}{after}"
 
     def holder(self) -> dict[str, Any]:
         try:
@@ -73,7 +97,7 @@ class ProcessLock:
 
 
 def daemon_lock(paths: Paths) -> ProcessLock:
-    return ProcessLock(paths.runtime_dir / "daemon.lock", "daemon")
+    return ProcessLock(paths.runtime_dir / DAEMON_LOCK, "daemon")
 
 
 def cycle_lock(paths: Paths) -> ProcessLock:

@@ -7,13 +7,16 @@ secret: only provider names, types and counts.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from memsync.config import load_config
+from memsync.daemon.backups import newest_backups
 from memsync.errors import MemsyncError
 from memsync.output import print_table, stdout
 from memsync.paths import Paths
+from memsync.records import parse_instant
 from memsync.staging import StagingStore
 
 
@@ -22,11 +25,13 @@ def collect_status(paths: Paths) -> dict[str, Any]:
         "config": {"path": str(paths.config_file), "ok": False, "error": None},
         "database": {"path": str(paths.database), "exists": paths.database.exists()},
         "daemon": _daemon(paths),
+        "cycle": _cycle_lock(paths),
         "providers": {},
         "outbox": {"pending": 0, "failed": 0, "dead": 0},
         "conflicts": {"open": 0},
         "last_run": None,
         "last_backup": _last_backup(paths.backups_dir),
+        "backups": newest_backups(paths.backups_dir),
     }
     configured: dict[str, Any] = {}
     try:
@@ -55,9 +60,13 @@ def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
     for row in conn.execute("SELECT provider, COUNT(*) AS n FROM records GROUP BY provider"):
         entry = report["providers"].setdefault(row["provider"], {"configured": False})
         entry["records"] = row["n"]
+    durations = _run_durations(conn)
     for row in conn.execute("SELECT name, last_cycle FROM providers"):
         entry = report["providers"].setdefault(row["name"], {"configured": False})
-        entry["last_cycle"] = json.loads(row["last_cycle"]) if row["last_cycle"] else None
+        cycle = json.loads(row["last_cycle"]) if row["last_cycle"] else None
+        if cycle is not None:
+            cycle["duration_s"] = durations.get(cycle.get("run_id"))
+        entry["last_cycle"] = cycle
     for row in conn.execute(
         "SELECT state, COUNT(*) AS n FROM outbox WHERE state IN ('pending', 'failed', 'dead') "
         "GROUP BY state"
@@ -80,13 +89,40 @@ def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
             "started_at": run["started_at"],
             "finished_at": run["finished_at"],
             "status": run["status"],
+            "duration_s": _duration(run["started_at"], run["finished_at"]),
         }
+
+
+def _run_durations(conn: Any) -> dict[int, float | None]:
+    """How long each provider's last cycle (the whole run it was part of) took, in seconds."""
+    rows = conn.execute(
+        "SELECT id, started_at, finished_at FROM runs WHERE id IN "
+        "(SELECT json_extract(last_cycle, '$.run_id') FROM providers WHERE last_cycle IS NOT NULL)"
+    )
+    return {row["id"]: _duration(row["started_at"], row["finished_at"]) for row in rows}
+
+
+def _duration(started: str | None, finished: str | None) -> float | None:
+    start, end = parse_instant(started), parse_instant(finished)
+    if start is None or end is None:
+        return None
+    return round((end - start).total_seconds(), 3)
 
 
 def _daemon(paths: Paths) -> dict[str, Any]:
     from memsync.lock import read_daemon_info
 
     return read_daemon_info(paths)
+
+
+def _cycle_lock(paths: Paths) -> dict[str, Any]:
+    """Whether a sync cycle (the daemon's or a manual one) holds the cycle lock right now."""
+    from memsync.lock import cycle_lock, is_locked
+
+    lock = cycle_lock(paths)
+    if not is_locked(lock.path):
+        return {"running": False}
+    return {"running": True, "pid": lock.holder().get("pid")}
 
 
 def _last_backup(directory: Path) -> dict[str, Any] | None:
@@ -120,23 +156,27 @@ def render_status(report: dict[str, Any]) -> None:
         stdout.print(f"database: {database['error']}", markup=False)
     elif not database["exists"]:
         stdout.print("database: none yet (run `memsync sync`)", markup=False)
+    backups = report.get("backups", {})
     rows = []
     for name, info in sorted(report["providers"].items()):
         cycle = info.get("last_cycle") or {}
+        backup = backups.get(name) or {}
+        took = _took(cycle.get("duration_s"))
         rows.append(
             (
                 name,
                 info.get("type", "?"),
                 info.get("direction", "?"),
                 info.get("records", 0),
-                cycle.get("finished_at", "never"),
+                f"{_when(cycle.get('finished_at'))}" + (f" ({took})" if took else ""),
                 _cycle_state(cycle),
                 _counts(cycle),
+                f"{_when(backup['at'])} ({backup['count']} kept)" if backup else "none",
             )
         )
     print_table(
         "providers",
-        ("name", "type", "direction", "mirrored", "last cycle", "state", "added/changed/removed"),
+        ("name", "type", "dir", "mirrored", "last cycle", "state", "+/~/-", "last backup"),
         rows,
     )
     outbox = report["outbox"]
@@ -155,21 +195,42 @@ def render_status(report: dict[str, Any]) -> None:
     stdout.print(
         f"last backup: {backup['path']}" if backup else "last backup: none yet", markup=False
     )
+    cycle = report.get("cycle") or {}
+    if cycle.get("running"):
+        stdout.print(f"a sync cycle is running now (pid {cycle.get('pid')})", markup=False)
+
+
+def _when(instant: str | None) -> str:
+    """A UTC time, short: the time alone today, date and minute before."""
+    moment = parse_instant(instant)
+    if moment is None:
+        return "never"
+    moment = moment.astimezone(UTC)
+    if moment.date() == datetime.now(UTC).date():
+        return moment.strftime("%H:%M:%SZ")
+    return moment.strftime("%Y-%m-%d %H:%MZ")
+
+
+def _took(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.1f}min"
 
 
 def _cycle_state(cycle: dict[str, Any]) -> str:
+    """ok, complete | partial: why | deletes refused: why | store busy: why | error: why."""
     if not cycle:
         return ""
-    parts = [cycle.get("state", "")]
-    if cycle.get("busy"):
-        parts.append("store busy")
-    if cycle.get("partial_reason"):
-        parts.append(f"partial: {cycle['partial_reason']}")
+    state = cycle.get("state", "")
+    if state == "ok":
+        return "ok, complete" if cycle.get("complete") else "ok"
     if cycle.get("refused"):
-        parts.append(f"refused: {cycle['refused']}")
-    if cycle.get("error"):
-        parts.append(f"error: {cycle['error']}")
-    return "; ".join(p for p in parts if p)
+        return f"deletes refused: {cycle['refused']}"
+    if state == "partial" or cycle.get("partial_reason"):
+        return f"partial: {cycle.get('partial_reason') or 'listing incomplete'}"
+    if state == "busy" or cycle.get("busy"):
+        return "store busy" + (f": {cycle['error']}" if cycle.get("error") else "")
+    return f"{state}: {cycle['error']}" if cycle.get("error") else state
 
 
 def _counts(cycle: dict[str, Any]) -> str:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -68,9 +70,14 @@ class ProviderOutcome:
     error: str | None = None
     written: int = 0
     failed: int = 0
+    seconds: float = 0.0  # time spent listing and writing this provider
 
     def as_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"state": self.state, "error": self.error}
+        data: dict[str, Any] = {
+            "state": self.state,
+            "error": self.error,
+            "seconds": round(self.seconds, 3),
+        }
         if self.mirror:
             data.update(self.mirror.as_dict())
         data.update({"written": self.written, "failed": self.failed})
@@ -160,10 +167,13 @@ class Engine:
         for name in self.providers:
             outcome = ProviderOutcome(name)
             report.providers[name] = outcome
-            if name not in selected:
+            if name not in selected or _stopping(options):
                 outcome.state = "skipped"
+                report.interrupted = report.interrupted or _stopping(options)
                 continue
+            started = time.monotonic()
             self._mirror_one(self.providers[name], run_id, limits, options, outcome)
+            outcome.seconds += time.monotonic() - started
             fault_point("cycle:after-mirror")
         unavailable = frozenset(
             n for n, o in report.providers.items() if o.state not in ("ok", "partial")
@@ -172,9 +182,10 @@ class Engine:
             self.topology.active, self.topology.directions, self.topology.policy, unavailable
         )
         self._supersede_stale(run_id, options)
-        self._plan(run_id, topology, report, options)
+        if not _stopping(options):
+            self._plan(run_id, topology, report, options)
         fault_point("cycle:after-plan")
-        if not options.dry_run:
+        if not options.dry_run and not _stopping(options):
             self._replay(run_id, topology, report, options)
         report.finished_at = utc_now_iso()
         self._finish_run(report)
@@ -186,8 +197,6 @@ class Engine:
         return set(options.only) | {self.topology.active}
 
     def _start_run(self) -> int:
-        import os
-
         with self.store.transaction() as conn:
             cursor = conn.execute(
                 "INSERT INTO runs (started_at, status, pid) VALUES (?, 'running', ?)",
@@ -238,7 +247,7 @@ class Engine:
                 cursor = None
             with provider:
                 listing = provider.listing(cursor)
-                result = Mirror(self.store, provider, run_id, limits).run(listing)
+                result = Mirror(self.store, provider, run_id, limits, options.stop).run(listing)
             result.reset = reset
             outcome.mirror = result
             if result.refused:
@@ -607,7 +616,9 @@ class Engine:
             if options.stop is not None and options.stop.is_set():
                 report.interrupted = True
                 return
+            started = time.monotonic()
             self._replay_into(run_id, self.providers[target], report, options)
+            report.providers[target].seconds += time.monotonic() - started
 
     def _replay_into(
         self, run_id: int, provider: Provider, report: CycleReport, options: SyncOptions
@@ -799,6 +810,10 @@ class Engine:
                 [(link, p, pid) for p, pid, link in deletes],
             )
             conn.executemany(INSERT_JOURNAL, journal)
+
+
+def _stopping(options: SyncOptions) -> bool:
+    return options.stop is not None and options.stop.is_set()
 
 
 def _pick(versions: list[Version], base_id: str | None) -> Version | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,8 +127,14 @@ class Mirror:
     """Stages one provider's listing for one run."""
 
     def __init__(
-        self, store: StagingStore, provider: Provider, run_id: int, limits: DeleteLimits
+        self,
+        store: StagingStore,
+        provider: Provider,
+        run_id: int,
+        limits: DeleteLimits,
+        stop: threading.Event | None = None,
     ) -> None:
+        self.stop = stop
         self.store = store
         self.provider = provider
         self.run_id = run_id
@@ -144,6 +151,9 @@ class Mirror:
         try:
             for page in listing.pages():
                 self._stage_page(page.records, page.skipped)
+                if self.stop is not None and self.stop.is_set():
+                    listing.mark_partial("stopped by a signal before the listing ended")
+                    break
         finally:
             result.complete = listing.complete
             result.partial_reason = listing.partial_reason
