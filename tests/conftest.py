@@ -36,9 +36,11 @@ def cli(home: Path):  # type: ignore[no-untyped-def]
     return invoke
 
 
-def run_memsync(home: Path, *args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+def run_memsync(
+    home: Path, *args: str, env_extra: dict[str, str] | None = None, **kwargs: object
+) -> subprocess.CompletedProcess[str]:
     """Run memsync as a real subprocess, for behaviour that needs a process of its own."""
-    env = {**os.environ, "MEMSYNC_HOME": str(home)}
+    env = {**os.environ, "MEMSYNC_HOME": str(home), **(env_extra or {})}
     return subprocess.run(
         [sys.executable, "-m", "memsync", *args],
         env=env,

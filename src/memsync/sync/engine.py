@@ -347,6 +347,7 @@ class Engine:
                     self._record_decision(run_id, decision, report, options)
                 for action in duplicates:
                     self._enqueue(run_id, action, report, options)
+            fault_point("plan:chunk")
 
     def _dirty_chunks(self) -> Iterator[list[str]]:
         last = ""
@@ -678,6 +679,7 @@ class Engine:
             # The outbox already says done; the mirror catches up in one transaction. After a
             # crash in between, the next mirror finds the writes under their origin markers.
             self._remember_written(provider.name, done)
+            fault_point("replay:remembered")
         return keep_going
 
     def _ops_for(self, rows: list[Any]) -> dict[str, WriteOp]:

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memsync.faults import fault_point
 from memsync.providers.base import Listing, Provider
 from memsync.records import Record, Skipped, utc_now_iso
 from memsync.staging.store import StagingStore, dumps, record_row
@@ -151,6 +152,7 @@ class Mirror:
         try:
             for page in listing.pages():
                 self._stage_page(page.records, page.skipped)
+                fault_point("mirror:page")
                 if self.stop is not None and self.stop.is_set():
                     listing.mark_partial("stopped by a signal before the listing ended")
                     break
@@ -163,6 +165,7 @@ class Mirror:
             self._removals(listing, before)
             if listing.complete:
                 self._commit_cursor(listing)
+        fault_point("mirror:committed")
         return result
 
     # pages --------------------------------------------------------------------------------
