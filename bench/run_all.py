@@ -1,0 +1,49 @@
+"""`make bench`: every benchmark, each printing `name: value (target)` lines.
+
+Every figure is a ratio against a baseline measured in the same run (these machines are
+noisy: absolute times drift), or a count of work done. BENCH_QUICK=1 runs smaller sizes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHES = [
+    "bench.bench_staging",
+    "bench.bench_pmm",
+    "bench.bench_engine",
+    "bench.bench_scale",
+    "bench.bench_mem0_listing",
+    "bench.bench_mnem_work",
+    "bench.bench_first_sync",
+]
+
+
+def main() -> int:
+    env = {**os.environ, "MEM0_TELEMETRY": "False", "PYTHONPATH": str(ROOT)}
+    failed = []
+    for module in sys.argv[1:] or BENCHES:
+        print(f"## {module}", flush=True)
+        started = time.monotonic()
+        result = subprocess.run(
+            [sys.executable, "-m", module], cwd=ROOT, env=env, text=True, capture_output=True
+        )
+        lines = [line for line in result.stdout.splitlines() if ": " in line or line.startswith("#")]
+        print("\n".join(lines), flush=True)
+        if result.returncode != 0:
+            failed.append(module)
+            print(result.stderr[-2000:], file=sys.stderr)
+        print(f"# ({time.monotonic() - started:.0f}s)", flush=True)
+    if failed:
+        print(f"failed to run: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
