@@ -6,8 +6,10 @@ show a traceback.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import sqlite3
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +19,7 @@ import click
 
 from memsync import __version__
 from memsync.config import Config, load_config
-from memsync.errors import MemsyncError, ProviderUnavailable
+from memsync.errors import MemsyncError, ProviderUnavailable, StagingError
 from memsync.files import write_private_text
 from memsync.output import print_json, progress_bar, stderr
 from memsync.paths import Paths, resolve_paths
@@ -60,6 +62,24 @@ class MemsyncGroup(click.Group):
         except MemsyncError as exc:
             stderr.print(f"memsync: error: {exc}", markup=False)
             sys.exit(exc.exit_code)
+        except sqlite3.OperationalError as exc:
+            # SQLite rolled the transaction back: the database is intact, the write is not.
+            hint = (
+                "free some space and run the command again"
+                if "full" in str(exc) or "I/O" in str(exc)
+                else "run the command again; if it persists, `memsync repair` rebuilds it"
+            )
+            stderr.print(f"memsync: error: staging database: {exc}; {hint}", markup=False)
+            sys.exit(StagingError.exit_code)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                raise
+            stderr.print(
+                f"memsync: error: {exc.strerror}: {exc.filename or 'a file'}; nothing was "
+                "replaced (files are written whole or not at all); free some space and retry",
+                markup=False,
+            )
+            sys.exit(1)
         except KeyboardInterrupt:
             stderr.print("memsync: interrupted", markup=False)
             sys.exit(130)
