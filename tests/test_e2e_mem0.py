@@ -100,6 +100,23 @@ def test_the_whole_cutover(cutover: Path, monkeypatch: pytest.MonkeyPatch) -> No
     code, out = memsync(home, monkeypatch, "verify", "old", "new")
     assert code == 0 and f"old: {N} memories, new: {N} memories" in out
 
+    # `memsync export` gives a complete PMM file of the 1,200-memory store.
+    export = home / "old.pmm.jsonl"
+    code, out = memsync(home, monkeypatch, "export", "--provider", "old", "-o", str(export))
+    lines = export.read_text().splitlines()
+    assert code == 0 and len(lines) == N + 1
+    assert sorted(json.loads(line)["content"] for line in lines[1:]) == sorted(
+        f"memory number {i}" for i in range(N)
+    )
+
+    # `memsync migrate` into a fresh PMM directory: everything once, then nothing again.
+    with (home / "config" / "config.toml").open("a") as f:
+        f.write(f'\n[providers.archive]\ntype = "pmm-dir"\npath = "{home / "archive"}"\ndirection = "push"\n')
+    code, out = memsync(home, monkeypatch, "migrate", "--from", "old", "--to", "archive", "--json")
+    assert code == 0 and json.loads(out)["imported"] == N, out
+    code, out = memsync(home, monkeypatch, "migrate", "--from", "old", "--to", "archive", "--json")
+    assert code == 0 and (json.loads(out)["imported"], json.loads(out)["already_present"]) == (0, N)
+
     # A quiet cycle writes nothing: what memsync wrote is not replayed back.
     code, out = memsync(home, monkeypatch, "sync", "--json")
     assert code == 0 and json.loads(out)["actions_total"] == 0

@@ -358,3 +358,23 @@ def test_deletes_made_while_the_database_was_lost_are_kept_not_lost(world: World
     assert all(
         world.contents(n) == ["was deleted while memsync lost its state"] for n in world.providers
     )
+
+
+def test_a_provider_that_changes_ids_on_update_is_followed(tmp_path: Path) -> None:
+    # Cognee cannot update in place: it adds the new version and deletes the old one.
+    from memsync.providers.memory import MemoryProvider
+
+    class NewIdOnUpdate(MemoryProvider):
+        def update(self, provider_id, item):  # type: ignore[no-untyped-def]
+            self.delete(provider_id)
+            return self.create(item)
+
+    world = World(tmp_path, {"a": "both", "b": "both"}, "a")
+    world.providers["b"] = NewIdOnUpdate("b", world.stores["b"], family="b", page_size=7)
+    record_id = world.providers["a"].app_add("first version")
+    world.sync()
+    world.providers["a"].app_edit(record_id, "second version")
+    world.sync()
+    assert world.contents("b") == ["second version"]
+    report = world.sync()
+    assert report.planned == []  # the new id was followed: nothing left to do

@@ -782,6 +782,9 @@ class Engine:
             if record is None:
                 continue
             records.append(record_row(provider, link_id, record, run_id))
+            if row["provider_id"] and row["provider_id"] != record.id:
+                # The provider gave the memory a new id on update (Cognee): drop the old row.
+                deletes.append((provider, row["provider_id"], None))
             links.append(
                 (link_id, provider, record.id, record.fingerprint, record.content_hash, now)
             )
@@ -809,7 +812,7 @@ class Engine:
             )
             conn.executemany(
                 "DELETE FROM links WHERE link_id = ? AND provider = ? AND provider_id IS ?",
-                [(link, p, pid) for p, pid, link in deletes],
+                [(link, p, pid) for p, pid, link in deletes if link is not None],
             )
             conn.executemany(INSERT_JOURNAL, journal)
 

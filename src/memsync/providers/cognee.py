@@ -1,0 +1,501 @@
+"""``cognee``: one Cognee dataset over Cognee's HTTP API (cognee 1.6.5).
+
+A record is one data item of the dataset: its id is Cognee's data id, its text the item's
+raw file, its metadata the item's ``external_metadata`` (which also carries memsync's origin
+marker, provenance and the memory's own created_at, since Cognee stamps its own).
+
+Writes upload the text as a ``text_<md5>.txt`` file rather than as ``raw_data``: Cognee reads
+a raw string that looks like a URL, an ``s3://`` or ``file://`` address or an existing local
+path as something to fetch, so a memory such as "https://example.com" would make the server
+fetch the page. The file name is the one Cognee gives raw text itself.
+
+Cognee deduplicates identical text within a dataset: adding it again answers the existing
+item (with the metadata it already had), and memsync maps that item to the memory instead of
+failing. Cognee has no update that keeps metadata (``PATCH /api/v1/update`` takes no
+``external_metadata`` and re-runs cognify), so an update adds the new version and deletes
+the old one: **the memory's id changes on update**, and the new record says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+
+from memsync.config import CogneeConfig, Config
+from memsync.errors import AuthError, InvalidResponse, NotFound, ProviderError
+from memsync.providers.base import Capabilities, Listing, Page, Provider, require_content
+from memsync.providers.http import (
+    AuthScheme,
+    HttpClient,
+    RetryPolicy,
+    expect_list,
+    expect_object,
+)
+from memsync.records import ORIGIN_KEY, Outgoing, Record, Skipped
+from memsync.secrets import Secret, resolve_secret
+
+log = logging.getLogger("memsync.cognee")
+
+API = "/api/v1"
+PAGE_SIZE = 500  # the data route takes 1..1000
+PROVENANCE_KEY = "memsync_provenance"
+CREATED_KEY = "memsync_created_at"
+# Keys Cognee itself gives meaning to inside external_metadata; a user key of the same name
+# is stored under this prefix so Cognee never reads it as its own.
+COGNEE_KEYS = ("node_set", "_cognee")
+ESCAPED_KEY = "memsync_key:"
+TEXT_TYPES = ("text/", "application/json")
+EMPTY_REASON = "empty content"
+
+
+# metadata ---------------------------------------------------------------------------------
+
+
+def external_metadata_for(item: Outgoing) -> dict[str, Any]:
+    """What memsync stores with an item: user metadata, origin, provenance, created_at."""
+    metadata: dict[str, Any] = {
+        (ESCAPED_KEY + key if key in COGNEE_KEYS else key): value
+        for key, value in item.metadata.items()
+    }
+    metadata[ORIGIN_KEY] = item.origin
+    provenance = {k: v for k, v in item.provenance.items() if v is not None}
+    if provenance:
+        metadata[PROVENANCE_KEY] = provenance
+    if item.created_at:
+        metadata[CREATED_KEY] = item.created_at
+    return metadata
+
+
+def text_file_name(text: str) -> str:
+    """The name Cognee gives raw text (``text_<md5 of the UTF-8 bytes>.txt``)."""
+    return f"text_{hashlib.md5(text.encode('utf-8')).hexdigest()}.txt"
+
+
+def record_from_item(item: dict[str, Any], text: str, scope_key: str) -> Record | Skipped:
+    """One data item (camelCase, as the API answers) and its text as a Record."""
+    data_id = str(item.get("id") or "")
+    if not text.strip():
+        return Skipped(data_id, EMPTY_REASON)
+    stored = dict(item.get("externalMetadata") or {})
+    origin = stored.pop(ORIGIN_KEY, None)
+    provenance = stored.pop(PROVENANCE_KEY, None)
+    provenance = dict(provenance) if isinstance(provenance, dict) else {}
+    created = stored.pop(CREATED_KEY, None)
+    for key in COGNEE_KEYS:
+        if key in stored:
+            provenance[key] = stored.pop(key)
+    metadata = {
+        (key[len(ESCAPED_KEY) :] if key.startswith(ESCAPED_KEY) else key): value
+        for key, value in stored.items()
+    }
+    for field in ("name", "label", "mimeType", "dataSize"):
+        if item.get(field) is not None:
+            provenance.setdefault(field, item[field])
+    updated = item.get("updatedAt") or item.get("createdAt")
+    return Record(
+        id=data_id,
+        content=text,
+        metadata=metadata,
+        scope_key=scope_key,
+        created_at=created if isinstance(created, str) else item.get("createdAt"),
+        updated_at=updated,
+        version=f"{item.get('name') or ''}@{updated or ''}",
+        provenance=provenance,
+        origin=origin if isinstance(origin, str) and origin else None,
+    )
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+# the provider -----------------------------------------------------------------------------
+
+
+class CogneeProvider(Provider):
+    type = "cognee"
+    family = "cognee"
+    capabilities = Capabilities(
+        incremental=False,
+        client_ids=False,
+        batch_writes=False,
+        timestamps=True,
+        multi_scope=False,
+        metadata_values="json",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        base_url: str,
+        *,
+        dataset: str,
+        secret: Secret | None = None,
+        auth: AuthScheme = "api-key",
+        timeout: float = 30.0,
+        allow_insecure_http: bool = False,
+        page_size: int = PAGE_SIZE,
+        transport: httpx.BaseTransport | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        super().__init__(name)
+        self.base_url = base_url.rstrip("/")
+        self.dataset = dataset
+        self.secret = secret
+        self.auth: AuthScheme = auth if secret else "none"
+        self.timeout = timeout
+        self.allow_insecure_http = allow_insecure_http
+        self.page_size = page_size
+        self._transport = transport
+        self._retry = retry
+        self._sleep = sleep
+        self._http: HttpClient | None = None
+        self._dataset_id: str | None = None
+
+    # lifecycle --------------------------------------------------------------------------
+
+    def open(self) -> None:
+        if self._http is None:
+            extra: dict[str, Any] = {} if self._sleep is None else {"sleep": self._sleep}
+            self._http = HttpClient(
+                self.name,
+                self.base_url,
+                secret=self.secret,
+                auth=self.auth,
+                timeout=self.timeout,
+                allow_insecure_http=self.allow_insecure_http,
+                transport=self._transport,
+                retry=self._retry,
+                **extra,
+            )
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+        self._dataset_id = None
+
+    @property
+    def http(self) -> HttpClient:
+        if self._http is None:
+            self.open()
+        assert self._http is not None
+        return self._http
+
+    # identity ---------------------------------------------------------------------------
+
+    def identity(self) -> str:
+        return f"cognee:{self.base_url}#{self.dataset}"
+
+    def scope_key(self) -> str:
+        return self.dataset
+
+    def describe_scope(self) -> dict[str, Any]:
+        return {"scope_key": self.dataset, "dataset": self.dataset}
+
+    # the dataset ------------------------------------------------------------------------
+
+    def dataset_id(self) -> str | None:
+        """The dataset's id, found by name; None while no dataset of that name exists."""
+        if self._dataset_id is not None:
+            return self._dataset_id
+        rows = expect_list(self.name, self.http.get(f"{API}/datasets"), "GET /datasets")
+        matches = []
+        for row in rows:
+            dataset = expect_object(self.name, row, "GET /datasets: dataset")
+            if dataset.get("name") == self.dataset:
+                matches.append(str(dataset.get("id") or ""))
+        if len(matches) > 1:
+            raise ProviderError(
+                f"{self.name}: {len(matches)} datasets named {self.dataset!r} are visible to "
+                "this key (shared datasets); use a key that sees only the one to sync"
+            )
+        if matches and not _is_uuid(matches[0]):
+            raise InvalidResponse(f"{self.name}: GET /datasets answered a dataset without an id")
+        self._dataset_id = matches[0] if matches else None
+        return self._dataset_id
+
+    def gone(self) -> bool:
+        """After a 401/403 on a dataset route: True when the dataset no longer exists.
+
+        Cognee answers a dataset id it does not hold with 401/403, not 404, so a refusal is
+        only an auth problem if the dataset can still be found by name.
+        """
+        self._dataset_id = None
+        return self.dataset_id() is None
+
+    def _data_path(self, dataset_id: str, data_id: str | None = None) -> str:
+        path = f"{API}/datasets/{dataset_id}/data"
+        return f"{path}/{data_id}" if data_id else path
+
+    def count(self, dataset_id: str) -> int:
+        body = expect_object(
+            self.name, self.http.get(f"{self._data_path(dataset_id)}/count"), "data/count"
+        )
+        count = body.get("count")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise InvalidResponse(f"{self.name}: data/count answered without a valid 'count'")
+        return count
+
+    def items(self, dataset_id: str, offset: int) -> list[dict[str, Any]]:
+        rows = expect_list(
+            self.name,
+            self.http.get(
+                self._data_path(dataset_id), params={"limit": self.page_size, "offset": offset}
+            ),
+            "GET data",
+        )
+        items = [expect_object(self.name, row, "GET data: item") for row in rows]
+        for item in items:
+            if not isinstance(item.get("id"), str) or not item["id"]:
+                raise InvalidResponse(f"{self.name}: GET data answered an item without an id")
+        return items
+
+    def text_of(self, dataset_id: str, item: dict[str, Any]) -> str | Skipped:
+        """An item's text from its raw file, or Skipped when it is not a text memory."""
+        mime = str(item.get("mimeType") or "")
+        if mime and not mime.startswith(TEXT_TYPES):
+            return Skipped(item["id"], f"not a text memory ({mime}); memsync carries text only")
+        response = self.http.request("GET", f"{self._data_path(dataset_id, item['id'])}/raw")
+        try:
+            return response.content.decode("utf-8")
+        except UnicodeDecodeError:
+            return Skipped(item["id"], "raw data is not UTF-8 text")
+
+    # reads ------------------------------------------------------------------------------
+
+    def listing(self, cursor: str | None = None) -> Listing:
+        return CogneeListing(self)
+
+    def find(self, data_id: str) -> dict[str, Any] | None:
+        """One item's row: Cognee has no single-item read, so page until it is found."""
+        dataset_id = self.dataset_id()
+        if dataset_id is None or not _is_uuid(data_id):
+            return None
+        offset = 0
+        while True:
+            try:
+                items = self.items(dataset_id, offset)
+            except AuthError:
+                if self.gone():
+                    return None
+                raise
+            for item in items:
+                if item["id"] == data_id:
+                    return item
+            if len(items) < self.page_size:
+                return None
+            offset += len(items)
+
+    def get(self, provider_id: str) -> Record | None:
+        item = self.find(provider_id)
+        dataset_id = self._dataset_id
+        if item is None or dataset_id is None:
+            return None
+        try:
+            text = self.text_of(dataset_id, item)
+        except NotFound:
+            return None
+        if isinstance(text, Skipped):
+            return None
+        record = record_from_item(item, text, self.dataset)
+        return record if isinstance(record, Record) else None
+
+    # writes -----------------------------------------------------------------------------
+
+    def create(self, item: Outgoing) -> Record:
+        require_content(self.name, item)
+        data_id, fresh = self._add(item)
+        if fresh:
+            return self._as_written(data_id, item)
+        # Identical text was already in the dataset: Cognee answered that item, unchanged.
+        held = self.get(data_id)
+        if held is None:
+            raise InvalidResponse(
+                f"{self.name}: Cognee answered item {data_id} for {item.origin} but does not "
+                "list it"
+            )
+        log.info("%s: %s has the same text as item %s; mapped to it", self.name, item.origin,
+                 data_id)
+        return held
+
+    def update(self, provider_id: str, item: Outgoing) -> Record:
+        """Add the new version, then delete the old one: the id changes (see module doc)."""
+        require_content(self.name, item)
+        old = self.get(provider_id)
+        if old is None:
+            raise NotFound(f"{self.name}: no memory {provider_id!r} to update")
+        if old.content_hash == item.content_hash:
+            # Same text: an add would answer the old item with its old metadata, so the old
+            # item has to go first for the new metadata to be stored at all.
+            self.delete(provider_id)
+            return self.create(item)
+        created = self.create(item)
+        if created.id != provider_id:
+            self.delete(provider_id)
+        return created
+
+    def delete(self, provider_id: str) -> None:
+        dataset_id = self.dataset_id()
+        if dataset_id is None or not _is_uuid(provider_id):
+            return
+        try:
+            self.http.request("DELETE", self._data_path(dataset_id, provider_id))
+        except NotFound:
+            return  # already gone: deleting twice is harmless
+        except AuthError:
+            if not self.gone():
+                raise
+
+    def _add(self, item: Outgoing) -> tuple[str, bool]:
+        """Upload one memory; its data id, and whether the item is new (not a dedup hit)."""
+        try:
+            return self._upload(item)
+        except AuthError:
+            if self._dataset_id is None or not self.gone():
+                raise
+            return self._upload(item)  # the dataset was deleted meanwhile: create it anew
+
+    def _upload(self, item: Outgoing) -> tuple[str, bool]:
+        payload = item.content.encode("utf-8")
+        form: dict[str, Any] = {
+            "external_metadata": json.dumps(
+                [external_metadata_for(item)], ensure_ascii=False, default=str
+            ),
+        }
+        dataset_id = self.dataset_id()
+        if dataset_id:
+            form["datasetId"] = dataset_id
+        else:
+            form["datasetName"] = self.dataset
+        # Cognee dedups by content within the dataset, so a resend after a lost answer finds
+        # the item it already wrote: safe to retry.
+        body = self.http.json(
+            "POST",
+            f"{API}/add",
+            data=form,
+            files=[("data", (text_file_name(item.content), payload, "text/plain"))],
+            idempotent=True,
+        )
+        answer = expect_object(self.name, body, "POST /add")
+        if answer.get("dataset_id"):
+            self._dataset_id = str(answer["dataset_id"])
+        infos = answer.get("data_ingestion_info")
+        if not isinstance(infos, list) or len(infos) != 1 or not isinstance(infos[0], dict):
+            raise InvalidResponse(
+                f"{self.name}: POST /add answered without one data_ingestion_info entry "
+                f"(status {answer.get('status')!r})"
+            )
+        info = infos[0]
+        data_id = info.get("data_id")
+        if not isinstance(data_id, str) or not _is_uuid(data_id):
+            raise InvalidResponse(f"{self.name}: POST /add answered without a data id")
+        run = info.get("run_info")
+        run = run if isinstance(run, dict) else {}
+        status = run.get("status")
+        if status == "PipelineRunErrored":
+            raise ProviderError(
+                f"{self.name}: Cognee could not add memory {item.origin}: "
+                f"{run.get('error_message') or run.get('payload') or 'pipeline errored'}"
+            )
+        return data_id, status != "PipelineRunAlreadyCompleted"
+
+    def _as_written(self, data_id: str, item: Outgoing) -> Record:
+        """The record just written, without paging the dataset to find its row again."""
+        return Record(
+            id=data_id,
+            content=item.content,
+            metadata=dict(item.metadata),
+            scope_key=self.dataset,
+            created_at=item.created_at,
+            provenance=dict(item.provenance),
+            origin=item.origin,
+        )
+
+
+class CogneeListing(Listing):
+    """The dataset's items page by page, complete only when the count held and all were seen.
+
+    ``GET .../data`` pages by offset over ``created_at`` and is not a snapshot: a write
+    during the pass shifts the pages. The count before and after must agree with the number
+    of distinct items seen, or the listing is partial.
+    """
+
+    def __init__(self, provider: CogneeProvider) -> None:
+        super().__init__()
+        self.provider = provider
+
+    def pages(self) -> Iterator[Page]:
+        provider = self.provider
+        dataset_id = provider.dataset_id()
+        if dataset_id is not None:
+            try:
+                before = provider.count(dataset_id)
+            except AuthError:
+                if not provider.gone():
+                    raise
+                dataset_id = None
+        if dataset_id is None:
+            self.complete = True  # no dataset of that name: it holds nothing
+            return
+        seen: set[str] = set()
+        repeated = 0
+        offset = 0
+        while True:
+            items = provider.items(dataset_id, offset)
+            page = Page([])
+            for item in items:
+                if item["id"] in seen:
+                    repeated += 1  # the pages shifted under the listing
+                    continue
+                seen.add(item["id"])
+                try:
+                    text = provider.text_of(dataset_id, item)
+                except NotFound:
+                    self.mark_partial(f"item {item['id']} vanished while the dataset was read")
+                    continue
+                result = (
+                    text if isinstance(text, Skipped)
+                    else record_from_item(item, text, provider.dataset)
+                )
+                if isinstance(result, Skipped):
+                    page.skipped.append(result)
+                else:
+                    page.records.append(result)
+            if page.records or page.skipped:
+                yield page
+            offset += len(items)
+            if len(items) < provider.page_size:
+                break
+        after = provider.count(dataset_id)
+        if repeated or not before == after == len(seen):
+            self.mark_partial(
+                f"dataset {provider.dataset!r} changed while it was read "
+                f"(count {before} before, {after} after, {len(seen)} items seen, "
+                f"{repeated} seen twice)"
+            )
+        elif self.partial_reason is None:
+            self.complete = True
+
+
+def build(name: str, entry: CogneeConfig, config: Config) -> CogneeProvider:
+    return CogneeProvider(
+        name,
+        entry.base_url,
+        dataset=entry.dataset,
+        secret=resolve_secret(name, entry.api_key_env, entry.api_key_file),
+        auth=entry.auth,
+        timeout=entry.timeout,
+        allow_insecure_http=entry.allow_insecure_http,
+    )
