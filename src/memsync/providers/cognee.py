@@ -29,10 +29,10 @@ import httpx
 
 from memsync.config import CogneeConfig, Config
 from memsync.errors import AuthError, InvalidResponse, NotFound, ProviderError
-from memsync.providers.base import Capabilities, Listing, Page, Provider, require_content
+from memsync.providers.base import Capabilities, Listing, Page, require_content
 from memsync.providers.http import (
     AuthScheme,
-    HttpClient,
+    HttpProvider,
     RetryPolicy,
     expect_list,
     expect_object,
@@ -122,7 +122,7 @@ def _is_uuid(value: str) -> bool:
 # the provider -----------------------------------------------------------------------------
 
 
-class CogneeProvider(Provider):
+class CogneeProvider(HttpProvider):
     type = "cognee"
     family = "cognee"
     capabilities = Capabilities(
@@ -149,49 +149,27 @@ class CogneeProvider(Provider):
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
-        super().__init__(name)
-        self.base_url = base_url.rstrip("/")
+        super().__init__(
+            name,
+            base_url,
+            secret=secret,
+            auth=auth,
+            timeout=timeout,
+            allow_insecure_http=allow_insecure_http,
+            transport=transport,
+            retry=retry,
+            sleep=sleep,
+        )
         self.dataset = dataset
-        self.secret = secret
         self.auth: AuthScheme = auth if secret else "none"
-        self.timeout = timeout
-        self.allow_insecure_http = allow_insecure_http
         self.page_size = page_size
-        self._transport = transport
-        self._retry = retry
-        self._sleep = sleep
-        self._http: HttpClient | None = None
         self._dataset_id: str | None = None
 
     # lifecycle --------------------------------------------------------------------------
 
-    def open(self) -> None:
-        if self._http is None:
-            extra: dict[str, Any] = {} if self._sleep is None else {"sleep": self._sleep}
-            self._http = HttpClient(
-                self.name,
-                self.base_url,
-                secret=self.secret,
-                auth=self.auth,
-                timeout=self.timeout,
-                allow_insecure_http=self.allow_insecure_http,
-                transport=self._transport,
-                retry=self._retry,
-                **extra,
-            )
-
     def close(self) -> None:
-        if self._http is not None:
-            self._http.close()
-            self._http = None
+        super().close()
         self._dataset_id = None
-
-    @property
-    def http(self) -> HttpClient:
-        if self._http is None:
-            self.open()
-        assert self._http is not None
-        return self._http
 
     # identity ---------------------------------------------------------------------------
 
@@ -326,8 +304,9 @@ class CogneeProvider(Provider):
                 f"{self.name}: Cognee answered item {data_id} for {item.origin} but does not "
                 "list it"
             )
-        log.info("%s: %s has the same text as item %s; mapped to it", self.name, item.origin,
-                 data_id)
+        log.info(
+            "%s: %s has the same text as item %s; mapped to it", self.name, item.origin, data_id
+        )
         return held
 
     def update(self, provider_id: str, item: Outgoing) -> Record:
@@ -466,7 +445,8 @@ class CogneeListing(Listing):
                     self.mark_partial(f"item {item['id']} vanished while the dataset was read")
                     continue
                 result = (
-                    text if isinstance(text, Skipped)
+                    text
+                    if isinstance(text, Skipped)
                     else record_from_item(item, text, provider.dataset)
                 )
                 if isinstance(result, Skipped):

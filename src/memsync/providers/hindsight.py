@@ -29,8 +29,8 @@ import httpx
 
 from memsync.config import Config, HindsightConfig
 from memsync.errors import InvalidResponse, NotFound, ProviderError
-from memsync.providers.base import Capabilities, Listing, Page, Provider, require_content
-from memsync.providers.http import HttpClient, RetryPolicy, expect_list, expect_object
+from memsync.providers.base import Capabilities, Listing, Page, require_content
+from memsync.providers.http import HttpProvider, RetryPolicy, expect_list, expect_object
 from memsync.records import ORIGIN_KEY, Outgoing, Record, Skipped, parse_instant
 from memsync.secrets import Secret, resolve_secret
 
@@ -169,7 +169,7 @@ class DocumentRef:
 # the provider -----------------------------------------------------------------------------
 
 
-class HindsightProvider(Provider):
+class HindsightProvider(HttpProvider):
     type = "hindsight"
     family = "hindsight"
     capabilities = Capabilities(
@@ -196,47 +196,22 @@ class HindsightProvider(Provider):
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
-        super().__init__(name)
-        self.base_url = base_url.rstrip("/")
+        super().__init__(
+            name,
+            base_url,
+            secret=secret,
+            auth="bearer",
+            timeout=timeout,
+            allow_insecure_http=allow_insecure_http,
+            transport=transport,
+            retry=retry,
+            sleep=sleep,
+        )
         self.bank = bank
-        self.secret = secret
-        self.timeout = timeout
-        self.allow_insecure_http = allow_insecure_http
         self.lookback = lookback
         self.page_size = page_size
-        self._transport = transport
-        self._retry = retry
-        self._sleep = sleep
-        self._http: HttpClient | None = None
 
     # lifecycle --------------------------------------------------------------------------
-
-    def open(self) -> None:
-        if self._http is None:
-            extra: dict[str, Any] = {} if self._sleep is None else {"sleep": self._sleep}
-            self._http = HttpClient(
-                self.name,
-                self.base_url,
-                secret=self.secret,
-                auth="bearer" if self.secret else "none",
-                timeout=self.timeout,
-                allow_insecure_http=self.allow_insecure_http,
-                transport=self._transport,
-                retry=self._retry,
-                **extra,
-            )
-
-    def close(self) -> None:
-        if self._http is not None:
-            self._http.close()
-            self._http = None
-
-    @property
-    def http(self) -> HttpClient:
-        if self._http is None:
-            self.open()
-        assert self._http is not None
-        return self._http
 
     # identity ---------------------------------------------------------------------------
 
@@ -564,8 +539,10 @@ def _latest(current: str | None, stamps: Iterable[Any]) -> str | None:
     """The newest of the current cursor and the timestamps seen."""
     best = current
     for stamp in stamps:
-        if isinstance(stamp, str) and stamp and (
-            best is None or _instant_key(stamp) > _instant_key(best)
+        if (
+            isinstance(stamp, str)
+            and stamp
+            and (best is None or _instant_key(stamp) > _instant_key(best))
         ):
             best = stamp
     return best

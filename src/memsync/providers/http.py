@@ -38,6 +38,7 @@ from memsync.errors import (
     ProviderError,
     TransientProviderError,
 )
+from memsync.providers.base import Provider
 from memsync.secrets import Secret, redact
 
 log = logging.getLogger("memsync.http")
@@ -220,8 +221,15 @@ class HttpClient:
         read meaning into them (a probe's 422, a 404 that means "absent").
         """
         return self._call(
-            method, path, lambda r: r, params=params, json=json, data=data, files=files,
-            idempotent=idempotent, accept=accept,
+            method,
+            path,
+            lambda r: r,
+            params=params,
+            json=json,
+            data=data,
+            files=files,
+            idempotent=idempotent,
+            accept=accept,
         )
 
     def json(
@@ -241,7 +249,13 @@ class HttpClient:
         to a create it is not, since the server may have written.
         """
         return self._call(
-            method, path, self._decode, params=params, json=json, data=data, files=files,
+            method,
+            path,
+            self._decode,
+            params=params,
+            json=json,
+            data=data,
+            files=files,
             idempotent=idempotent,
         )
 
@@ -301,7 +315,10 @@ class HttpClient:
             exc = state.outcome.exception() if state.outcome else None
             log.warning(
                 "%s; retrying in %.2fs (attempt %d of %d)",
-                exc, state.upcoming_sleep, state.attempt_number, policy.attempts,
+                exc,
+                state.upcoming_sleep,
+                state.attempt_number,
+                policy.attempts,
             )
 
         retrying = Retrying(
@@ -452,3 +469,57 @@ __all__ = [
     "is_loopback",
     "parse_retry_after",
 ]
+
+
+class HttpProvider(Provider):
+    """A provider over one HTTP API: one client per cycle, made on first use, closed after.
+
+    Subclasses pass their connection settings up and use ``self.http``; those that keep
+    per-cycle state (a resolved dataset id, detected server features) extend ``close``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        base_url: str,
+        *,
+        secret: Secret | None,
+        auth: AuthScheme,
+        timeout: float = 30.0,
+        allow_insecure_http: bool = False,
+        transport: httpx.BaseTransport | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        super().__init__(name)
+        check_base_url(name, base_url, allow_insecure_http=allow_insecure_http)
+        self.base_url = base_url.rstrip("/")
+        self.secret = secret
+        self.timeout = timeout
+        self.allow_insecure_http = allow_insecure_http
+        self._client_args: dict[str, Any] = dict(
+            secret=secret,
+            auth=auth if secret is not None else "none",
+            timeout=timeout,
+            allow_insecure_http=allow_insecure_http,
+            transport=transport,
+            retry=retry,
+            **({"sleep": sleep} if sleep is not None else {}),
+        )
+        self._http: HttpClient | None = None
+
+    def open(self) -> None:
+        if self._http is None:
+            self._http = HttpClient(self.name, self.base_url, **self._client_args)
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+
+    @property
+    def http(self) -> HttpClient:
+        if self._http is None:
+            self.open()
+        assert self._http is not None
+        return self._http

@@ -44,15 +44,13 @@ from memsync.providers.base import (
     Capabilities,
     Listing,
     Page,
-    Provider,
     WriteOp,
     WriteResult,
     require_content,
 )
 from memsync.providers.http import (
-    HttpClient,
+    HttpProvider,
     RetryPolicy,
-    check_base_url,
     expect_list,
     expect_object,
 )
@@ -70,7 +68,7 @@ MAX_PAGE_SIZE = 200
 MAX_BATCH = 1000
 
 
-class Mem0PlatformProvider(Provider):
+class Mem0PlatformProvider(HttpProvider):
     type = "mem0-platform"
     family = "mem0"
     capabilities = Capabilities(incremental=True, batch_writes=True, timestamps=True)
@@ -93,43 +91,29 @@ class Mem0PlatformProvider(Provider):
         page_size: int = MAX_PAGE_SIZE,
         batch_size: int = MAX_BATCH,
     ) -> None:
-        super().__init__(name)
-        check_base_url(name, base_url, allow_insecure_http=allow_insecure_http)
         if secret is None:
             raise ConfigError(
                 f"providers.{name}: the Mem0 Platform needs an API key; set "
-                "api_key_env = \"MEM0_API_KEY\" (or api_key_file) in its table"
+                'api_key_env = "MEM0_API_KEY" (or api_key_file) in its table'
             )
-        self.base_url = base_url.rstrip("/")
+        super().__init__(
+            name,
+            base_url,
+            secret=secret,
+            auth="token",
+            timeout=timeout,
+            allow_insecure_http=allow_insecure_http,
+            transport=transport,
+            retry=retry,
+            sleep=sleep,
+        )
         self.scope = {k: scope[k] for k in SCOPE_IDS if scope.get(k)}
         self.lookback = timedelta(seconds=lookback)
         self.page_size = max(1, min(page_size, MAX_PAGE_SIZE))
         self.batch_size = max(1, min(batch_size, MAX_BATCH))
         self.params = {k: v for k, v in (("org_id", org_id), ("project_id", project_id)) if v}
-        self._client_args: dict[str, Any] = dict(
-            secret=secret, auth="token", timeout=timeout,
-            allow_insecure_http=allow_insecure_http, transport=transport, retry=retry,
-            sleep=sleep,
-        )
-        self._http: HttpClient | None = None
 
     # lifecycle ------------------------------------------------------------------------
-
-    def open(self) -> None:
-        if self._http is None:
-            self._http = HttpClient(self.name, self.base_url, **self._client_args)
-
-    def close(self) -> None:
-        if self._http is not None:
-            self._http.close()
-            self._http = None
-
-    @property
-    def http(self) -> HttpClient:
-        if self._http is None:
-            self.open()
-        assert self._http is not None
-        return self._http
 
     # identity -------------------------------------------------------------------------
 
@@ -164,9 +148,11 @@ class Mem0PlatformProvider(Provider):
 
     def _page(self, number: int, filters: dict[str, Any]) -> dict[str, Any]:
         body = self.http.json(
-            "POST", "/v3/memories/",
+            "POST",
+            "/v3/memories/",
             params={"page": number, "page_size": self.page_size, **self.params},
-            json={"filters": filters}, idempotent=True,
+            json={"filters": filters},
+            idempotent=True,
         )
         page = expect_object(self.name, body, "POST /v3/memories/")
         if not isinstance(page.get("count"), int) or isinstance(page.get("count"), bool):
@@ -210,9 +196,7 @@ class Mem0PlatformProvider(Provider):
         created = parse_instant(item.created_at)
         if created is not None:
             body["timestamp"] = int(created.timestamp())
-        answer = self.http.json(
-            "POST", "/v3/memories/add/", params=self.params or None, json=body
-        )
+        answer = self.http.json("POST", "/v3/memories/add/", params=self.params or None, json=body)
         if isinstance(answer, dict) and "results" not in answer and answer.get("event_id"):
             raise ProviderError(
                 f"{self.name}: the Platform queued the add (event {answer['event_id']}, status "
@@ -221,7 +205,8 @@ class Mem0PlatformProvider(Provider):
             )
         results = answer.get("results") if isinstance(answer, dict) else answer
         added = [
-            r for r in expect_list(self.name, results, "POST /v3/memories/add/")
+            r
+            for r in expect_list(self.name, results, "POST /v3/memories/add/")
             if isinstance(r, dict) and r.get("id") and r.get("event", "ADD") == "ADD"
         ]
         if len(added) != 1:
@@ -234,7 +219,9 @@ class Mem0PlatformProvider(Provider):
     def update(self, provider_id: str, item: Outgoing) -> Record:
         require_content(self.name, item)
         self.http.json(
-            "PUT", f"/v1/memories/{_segment(provider_id)}/", params=self.params or None,
+            "PUT",
+            f"/v1/memories/{_segment(provider_id)}/",
+            params=self.params or None,
             json={"text": item.content, "metadata": metadata_for_mem0(item)},
         )
         return self._reread(provider_id, "update")
@@ -284,8 +271,9 @@ class Mem0PlatformProvider(Provider):
             return
         method = "PUT" if kind == "update" else "DELETE"
         try:
-            self.http.json(method, "/v1/batch/", params=self.params or None,
-                           json={"memories": entries})
+            self.http.json(
+                method, "/v1/batch/", params=self.params or None, json={"memories": entries}
+            )
         except (TransientProviderError, AuthError) as exc:
             for op in ops:
                 yield WriteResult(op, error=exc)

@@ -33,11 +33,10 @@ from memsync.errors import (
     ProviderError,
     TransientProviderError,
 )
-from memsync.providers.base import Capabilities, Listing, Page, Provider, require_content
+from memsync.providers.base import Capabilities, Listing, Page, require_content
 from memsync.providers.http import (
-    HttpClient,
+    HttpProvider,
     RetryPolicy,
-    check_base_url,
     expect_list,
     expect_object,
 )
@@ -64,7 +63,7 @@ class ServerFeatures:
     how: str
 
 
-class Mem0ServerProvider(Provider):
+class Mem0ServerProvider(HttpProvider):
     type = "mem0-server"
     family = "mem0"
     capabilities = Capabilities(timestamps=True)
@@ -84,41 +83,31 @@ class Mem0ServerProvider(Provider):
         sleep: Callable[[float], None] = time.sleep,
         start_top_k: int = MAX_TOP_K,
     ) -> None:
-        super().__init__(name)
-        check_base_url(name, base_url, allow_insecure_http=allow_insecure_http)
         if auth != "none" and secret is None:
             raise ConfigError(
                 f"providers.{name}: auth = {auth!r} needs api_key_env or api_key_file "
-                "(or auth = \"none\" for a server running with AUTH_DISABLED)"
+                '(or auth = "none" for a server running with AUTH_DISABLED)'
             )
-        self.base_url = base_url.rstrip("/")
+        super().__init__(
+            name,
+            base_url,
+            secret=secret,
+            auth=auth,
+            timeout=timeout,
+            allow_insecure_http=allow_insecure_http,
+            transport=transport,
+            retry=retry,
+            sleep=sleep,
+        )
         self.scope = {k: scope[k] for k in SCOPE_IDS if scope.get(k)}
         self.start_top_k = start_top_k
-        self._client_args: dict[str, Any] = dict(
-            secret=secret, auth=auth, timeout=timeout, allow_insecure_http=allow_insecure_http,
-            transport=transport, retry=retry, sleep=sleep,
-        )
-        self._http: HttpClient | None = None
         self._features: ServerFeatures | None = None
 
     # lifecycle ------------------------------------------------------------------------
 
-    def open(self) -> None:
-        if self._http is None:
-            self._http = HttpClient(self.name, self.base_url, **self._client_args)
-
     def close(self) -> None:
-        if self._http is not None:
-            self._http.close()
-            self._http = None
+        super().close()
         self._features = None  # a server may be upgraded between cycles
-
-    @property
-    def http(self) -> HttpClient:
-        if self._http is None:
-            self.open()
-        assert self._http is not None
-        return self._http
 
     # identity -------------------------------------------------------------------------
 
@@ -164,8 +153,11 @@ class Mem0ServerProvider(Provider):
 
     def _features_from_probes(self) -> ServerFeatures:
         probe = self.http.request(
-            "POST", "/memories", json={"messages": [], "infer": "memsync-probe"},
-            idempotent=True, accept=(400, 422),  # cannot write: no scope id, no messages
+            "POST",
+            "/memories",
+            json={"messages": [], "infer": "memsync-probe"},
+            idempotent=True,
+            accept=(400, 422),  # cannot write: no scope id, no messages
         )
         infer: bool | None = None
         if probe.status_code == 422:
@@ -181,7 +173,8 @@ class Mem0ServerProvider(Provider):
         features = self.features()
         count = sum(len(page.records) for page in self.listing().pages())
         writes = (
-            "writes with infer:false" if features.infer
+            "writes with infer:false"
+            if features.infer
             else "writes refused: the server cannot promise infer:false"
         )
         return f"reachable, {count} memories in scope; {writes} (checked by {features.how})"
@@ -235,7 +228,8 @@ class Mem0ServerProvider(Provider):
         answer = self.http.json("POST", "/memories", json=body)
         results = answer.get("results") if isinstance(answer, dict) else answer
         added = [
-            r for r in expect_list(self.name, results, "POST /memories")
+            r
+            for r in expect_list(self.name, results, "POST /memories")
             if isinstance(r, dict) and r.get("id") and r.get("event", "ADD") == "ADD"
         ]
         if len(added) != 1:
@@ -252,7 +246,8 @@ class Mem0ServerProvider(Provider):
             raise NotFound(f"{self.name}: memory {provider_id} is not in scope {self.scope}")
         metadata = metadata_for_mem0(item, previous=previous.get("metadata") or {})
         self.http.json(
-            "PUT", f"/memories/{_segment(provider_id)}",
+            "PUT",
+            f"/memories/{_segment(provider_id)}",
             json={"text": item.content, "metadata": metadata},
         )
         return self._reread(provider_id, "update")
