@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import gzip
 import hashlib
+import heapq
 import io
 import json
 import os
@@ -202,7 +203,8 @@ class SeenIds:
         while len(self._runs) > 1 and len(self._runs[-2]) <= len(self._runs[-1]) * 2:
             last = self._runs.pop()
             before = self._runs.pop()
-            self._runs.append(array("Q", sorted(before + last)))
+            # A lazy merge: no list of a million ints in between, only the two arrays.
+            self._runs.append(array("Q", heapq.merge(before, last)))
 
 
 # --- reading ---------------------------------------------------------------------------------

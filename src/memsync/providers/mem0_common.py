@@ -100,25 +100,39 @@ def record_from_mem0(raw: Mapping[str, Any], scope_key: str) -> Record | Skipped
 
 
 def metadata_for_mem0(
-    item: Outgoing, *, previous: Mapping[str, Any] | None = None
+    item: Outgoing,
+    *,
+    previous: Mapping[str, Any] | None = None,
+    native: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The metadata memsync writes with a memory: the user's, the origin, the provenance.
 
     For an update to a store that merges metadata (Mem0's ``update``), pass the memory's
     ``previous`` raw metadata: keys the user no longer has are nulled and listed under
     REMOVED_KEY, and memsync's own JSON keys are rewritten even when now empty.
+    ``native`` names the provenance the write sets through Mem0's own fields (role, actor,
+    scope ids): those are read back from there, so they are not stored twice.
     """
     metadata: dict[str, Any] = {k: v for k, v in item.metadata.items() if k not in MEM0_OWN_KEYS}
     escaped = {k: v for k, v in item.metadata.items() if k in MEM0_OWN_KEYS}
     if escaped:
         metadata[ESCAPED_KEY] = json.dumps(escaped, ensure_ascii=False, sort_keys=True)
     metadata[ORIGIN_KEY] = item.origin
-    provenance = {k: v for k, v in item.provenance.items() if v is not None}
+    provenance = _beyond_native(item.provenance, native or {})
     if provenance:
         metadata[PROVENANCE_KEY] = json.dumps(provenance, ensure_ascii=False, sort_keys=True)
     if previous is not None:
         _supersede(metadata, previous)
     return metadata
+
+
+def _beyond_native(provenance: Mapping[str, Any], native: Mapping[str, Any]) -> dict[str, Any]:
+    """The provenance Mem0 will not give back by itself from its own fields."""
+    kept = {k: v for k, v in provenance.items() if v is not None and native.get(k) != v}
+    derived = native.get("actor_id") or native.get("role")  # how record_from_mem0 rebuilds it
+    if kept.get("source") is not None and kept["source"] == derived:
+        del kept["source"]
+    return kept
 
 
 def _supersede(metadata: dict[str, Any], previous: Mapping[str, Any]) -> None:

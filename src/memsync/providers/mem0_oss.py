@@ -680,20 +680,33 @@ class Mem0OssProvider(Provider):
     def create(self, item: Outgoing) -> Record:
         require_content(self.name, item)
         memory = self._require_memory()
-        metadata = metadata_for_mem0(item)
+        message = _message_for(item)
+        native = {"role": message["role"], "actor_id": message.get("name"), **self.scope}
+        metadata = metadata_for_mem0(item, native=native)
         if item.created_at:
             metadata["created_at"] = item.created_at  # Mem0 backdates created_at and updated_at
         with self._translate("add a memory"):
-            answer = memory.add([_message_for(item)], **self.scope, metadata=metadata, infer=False)
+            answer = memory.add([message], **self.scope, metadata=metadata, infer=False)
         ids = [r.get("id") for r in (answer or {}).get("results", []) if isinstance(r, dict)]
         if len(ids) != 1 or not isinstance(ids[0], str):
             raise ProviderError(
                 f"{self.name}: Mem0 added {len(ids)} memories for one (origin {item.origin})"
             )
-        record = self.get(ids[0])
-        if record is None:
-            raise ProviderError(f"{self.name}: Mem0 lost memory {ids[0]} right after adding it")
-        return record
+        # What was written, as a listing will show it (no second read: the next mirror
+        # brings Mem0's own version token).
+        return Record(
+            id=ids[0],
+            content=item.content,
+            metadata=dict(item.metadata),
+            scope_key=self.scope_key(),
+            created_at=item.created_at,
+            provenance={
+                **item.provenance,
+                **{k: v for k, v in native.items() if v},
+                "source": native["actor_id"] or native["role"],
+            },
+            origin=item.origin,
+        )
 
     def update(self, provider_id: str, item: Outgoing) -> Record:
         require_content(self.name, item)
