@@ -49,7 +49,6 @@ MIGRATIONS: tuple[Migration, ...] = (
             PRIMARY KEY (provider, provider_id)
         ) WITHOUT ROWID;
         CREATE INDEX records_by_link ON records (link_id, provider);
-        CREATE INDEX records_by_hash ON records (provider, scope_key, content_hash);
 
         -- What memsync last reconciled for each logical memory in each provider: the base
         -- the planner compares both sides against (a change on both = a conflict).
