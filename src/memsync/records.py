@@ -89,19 +89,30 @@ class Record:
     version: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
     origin: str | None = None
-    _hashes: tuple[str, str] | None = field(default=None, init=False, repr=False, compare=False)
+    _hashes: tuple[str, str, str] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         self.content = normalise_text(self.content)
         self.metadata = user_metadata(self.metadata)
 
-    def _compute(self) -> tuple[str, str]:
+    def _compute(self) -> tuple[str, str, str]:
         # Computed once: content and metadata are not changed after a Record is made.
         if self._hashes is None:
             text_hash = hashlib.sha256(self.content.encode("utf-8")).hexdigest()
-            payload = canonical_json({"t": self.content, "m": self.metadata})
-            self._hashes = (text_hash, hashlib.sha256(payload.encode("utf-8")).hexdigest())
+            metadata_json = canonical_json(self.metadata) if self.metadata else "{}"
+            # The same bytes as canonical_json({"t": content, "m": metadata}), built once.
+            content_json = json.dumps(self.content, ensure_ascii=False)
+            payload = '{"m":' + metadata_json + ',"t":' + content_json + "}"
+            digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()
+            self._hashes = (text_hash, digest, metadata_json)
         return self._hashes
+
+    @property
+    def metadata_json(self) -> str:
+        """The user metadata as canonical JSON (what the staging store keeps)."""
+        return self._compute()[2]
 
     @property
     def content_hash(self) -> str:

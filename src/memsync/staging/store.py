@@ -50,6 +50,8 @@ RECORD_COLUMNS = (
 
 
 def dumps(value: Any) -> str:
+    if not value and isinstance(value, dict):
+        return "{}"
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
@@ -60,7 +62,7 @@ def record_row(provider: str, link_id: str, record: Record, run_id: int) -> tupl
         record.id,
         link_id,
         record.content,
-        dumps(record.metadata),
+        record.metadata_json,
         record.scope_key,
         record.created_at,
         record.updated_at,
