@@ -205,3 +205,27 @@ def test_status_survives_a_broken_config(cli, home: Path) -> None:  # type: igno
     write_config(home, "[sync\n")
     result = cli("status")
     assert result.exit_code == 0 and "invalid TOML" in result.output
+
+
+def test_a_corrupt_staging_database_halts_and_repair_rebuilds_it(
+    home: Path, tmp_path: Path
+) -> None:
+    setup(home)
+    source = pmm_file(
+        tmp_path / "in.jsonl", *({"id": f"m{i}", "content": f"memory {i}"} for i in range(5))
+    )
+    assert run_memsync(home, "import", str(source), "--into", "notes").returncode == 0
+    assert run_memsync(home, "sync").returncode == 0
+    database = home / "state" / "staging.db"
+    database.write_bytes(b"\x00garbage" * 4096)
+    for suffix in ("-wal", "-shm"):
+        Path(str(database) + suffix).unlink(missing_ok=True)
+    halted = run_memsync(home, "sync")
+    assert halted.returncode == 4 and "memsync repair" in halted.stderr
+    assert "Traceback" not in halted.stderr
+    repaired = run_memsync(home, "repair")
+    assert repaired.returncode == 0, repaired.stderr
+    assert list((home / "state").glob("staging.db.corrupt-*"))  # the old file is kept aside
+    assert run_memsync(home, "verify", "notes", "copy").returncode == 0
+    copy = (home / "copy" / "alice.pmm.jsonl").read_text().splitlines()
+    assert len(copy) == 6  # header + 5 memories: nothing duplicated by the rebuild
