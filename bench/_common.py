@@ -32,7 +32,10 @@ def peak_rss_mb() -> float:
 def in_subprocess(module: str, *args: str) -> dict[str, Any]:
     """Run `python -m module args` and parse the JSON it prints last (a clean peak RSS)."""
     out = subprocess.run(
-        [sys.executable, "-m", module, *args], check=True, capture_output=True, text=True,
+        [sys.executable, "-m", module, *args],
+        check=True,
+        capture_output=True,
+        text=True,
         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
     ).stdout
     return dict(json.loads(out.strip().splitlines()[-1]))

@@ -54,7 +54,9 @@ def main() -> None:
     quiet = min(timed(cycle) for _ in range(3))
     source.edited = set(range(0, N, 100))  # 1% changed
     changed = timed(cycle)
-    assert sum("(edited)" in r.content for r in providers["backup"].store.records.values()) == N // 100
+    assert (
+        sum("(edited)" in r.content for r in providers["backup"].store.records.values()) == N // 100
+    )
     ratio = quiet / first
     report(f"engine no-change cycle vs first ({N // 1000}k)", ratio, "x", "<= 0.2x", ratio <= 0.2)
     ratio = changed / quiet

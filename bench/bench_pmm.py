@@ -44,10 +44,12 @@ def child(mode: str, n: int, path: str) -> None:
     elif mode == "baseline-read":
         elapsed = timed(lambda: _plain_read(path))
     else:
+
         def read() -> None:
             with open_pmm(path) as reader:
                 for _ in reader:
                     pass
+
         elapsed = timed(read)
     print(json.dumps({"seconds": elapsed, "rss_mb": peak_rss_mb()}))
 
@@ -84,13 +86,31 @@ def main() -> None:
         report(f"pmm import {label} vs json.dumps+write loop", ratio, "x", "<= 3x", ratio <= 3)
         ratio = imported["seconds"] / plain_read["seconds"]
         report(f"pmm import {label} vs json.loads loop", ratio, "x", "informational", True)
-        report(f"pmm export {label} peak rss", export["rss_mb"], " MB", "< 150 MB", export["rss_mb"] < 150)
-        report(f"pmm import {label} peak rss", imported["rss_mb"], " MB", "< 150 MB", imported["rss_mb"] < 150)
+        report(
+            f"pmm export {label} peak rss",
+            export["rss_mb"],
+            " MB",
+            "< 150 MB",
+            export["rss_mb"] < 150,
+        )
+        report(
+            f"pmm import {label} peak rss",
+            imported["rss_mb"],
+            " MB",
+            "< 150 MB",
+            imported["rss_mb"] < 150,
+        )
         for path in (file, base):
             os.unlink(path)
     small, large = SIZES
     growth = max(rss[large][0] - rss[small][0], rss[large][1] - rss[small][1])
-    report(f"pmm peak rss growth {small // 1000}k -> {large // 1000}k", growth, " MB", "flat: < 20 MB", growth < 20)
+    report(
+        f"pmm peak rss growth {small // 1000}k -> {large // 1000}k",
+        growth,
+        " MB",
+        "flat: < 20 MB",
+        growth < 20,
+    )
 
 
 if __name__ == "__main__":

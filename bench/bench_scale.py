@@ -50,10 +50,18 @@ def main() -> None:
     smallest, largest = SIZES[0], SIZES[-1]
     per = {n: runs[n]["seconds"] / n * 1e6 for n in SIZES}
     for n in SIZES:
-        print(f"# staging side {n // 1000}k: {runs[n]['seconds']:.1f}s, {per[n]:.1f} us/memory, "
-              f"peak rss {runs[n]['rss_mb']:.0f} MB")
+        print(
+            f"# staging side {n // 1000}k: {runs[n]['seconds']:.1f}s, {per[n]:.1f} us/memory, "
+            f"peak rss {runs[n]['rss_mb']:.0f} MB"
+        )
     ratio = per[largest] / per[smallest]
-    report(f"staging time per memory {largest // 1000}k vs {smallest // 1000}k", ratio, "x", "<= 1.3x", ratio <= 1.3)
+    report(
+        f"staging time per memory {largest // 1000}k vs {smallest // 1000}k",
+        ratio,
+        "x",
+        "<= 1.3x",
+        ratio <= 1.3,
+    )
     rss = runs[largest]["rss_mb"]
     report(f"staging peak rss at {largest // 1000}k", rss, " MB", "< 300 MB", rss < 300)
 

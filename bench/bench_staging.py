@@ -21,9 +21,12 @@ N = 20_000 if QUICK else 100_000
 def records() -> list[Record]:
     return [
         Record(
-            id=f"{i:08d}", content=f"memory {i}: likes tea, team {i % 97}",
-            metadata={"topic": "drinks", "n": i}, scope_key="alice",
-            created_at="2026-01-01T00:00:00+00:00", version=f"h{i}",
+            id=f"{i:08d}",
+            content=f"memory {i}: likes tea, team {i % 97}",
+            metadata={"topic": "drinks", "n": i},
+            scope_key="alice",
+            created_at="2026-01-01T00:00:00+00:00",
+            version=f"h{i}",
         )
         for i in range(N)
     ]

@@ -33,7 +33,9 @@ def main() -> int:
         result = subprocess.run(
             [sys.executable, "-m", module], cwd=ROOT, env=env, text=True, capture_output=True
         )
-        lines = [line for line in result.stdout.splitlines() if ": " in line or line.startswith("#")]
+        lines = [
+            line for line in result.stdout.splitlines() if ": " in line or line.startswith("#")
+        ]
         print("\n".join(lines), flush=True)
         if result.returncode != 0:
             failed.append(module)

@@ -5,7 +5,7 @@ Two real Mem0 OSS stores (1,000 memories on the old side, 20 on the new) and a P
 Kill points are the fault points the engine passes (memsync.faults; enabled only by the
 MEMSYNC_KILL_AT variable these tests set): each mirrored page, each provider's journal and
 cursor commit, each plan chunk, before each replay batch, after single replay actions
-throughout the 2,040 writes of the first cycle, and after each batch's mirror update.
+throughout the 2,040 writes of the first cycle, and after a group of outcomes is recorded.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ KILL_POINTS = [
     "cycle:after-plan:1",
     "replay:before-batch:1",
     "replay:before-batch:2",
-    "replay:before-batch:6",
+    "replay:before-batch:4",
     "replay:result:1",
     "replay:result:2",
     "replay:result:17",
@@ -59,7 +59,7 @@ KILL_POINTS = [
     "replay:result:2040",
     "replay:remembered:1",
     "replay:remembered:5",
-    "replay:remembered:11",
+    "replay:remembered:9",
 ]
 KILL_POINTS_QUICK = ["mirror:page:2", "replay:result:777"]
 

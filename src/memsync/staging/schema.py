@@ -115,8 +115,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             created_at TEXT NOT NULL,
             updated_at TEXT NOT NULL
         );
-        CREATE INDEX outbox_by_state ON outbox (state, provider);
-        CREATE INDEX outbox_by_link ON outbox (link_id, provider, state);
+        -- Indexes leave out the state a finished action moves through, so marking one done
+        -- rewrites one row, not three index entries (that write happens once per action).
+        CREATE INDEX outbox_by_run ON outbox (run_id, provider, id);
+        CREATE INDEX outbox_by_link ON outbox (link_id, provider);
+        CREATE INDEX outbox_needing_attention ON outbox (state) WHERE state IN ('failed', 'dead');
 
         CREATE TABLE runs (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
