@@ -111,7 +111,9 @@ def test_the_whole_cutover(cutover: Path, monkeypatch: pytest.MonkeyPatch) -> No
 
     # `memsync migrate` into a fresh PMM directory: everything once, then nothing again.
     with (home / "config" / "config.toml").open("a") as f:
-        f.write(f'\n[providers.archive]\ntype = "pmm-dir"\npath = "{home / "archive"}"\ndirection = "push"\n')
+        f.write(
+            f'\n[providers.archive]\ntype = "pmm-dir"\npath = "{home / "archive"}"\ndirection = "push"\n'
+        )
     code, out = memsync(home, monkeypatch, "migrate", "--from", "old", "--to", "archive", "--json")
     assert code == 0 and json.loads(out)["imported"] == N, out
     code, out = memsync(home, monkeypatch, "migrate", "--from", "old", "--to", "archive", "--json")

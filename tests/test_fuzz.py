@@ -38,7 +38,9 @@ def fuzz_settings(examples: int) -> settings:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=12,
 )
 headers = st.fixed_dictionaries(
@@ -111,13 +113,57 @@ def test_pmm_reader_only_raises_typed_errors_long(data: bytes) -> None:
 
 # --- config --------------------------------------------------------------------------------
 
-KEYS = ["sync", "backup", "pmm", "providers", "active", "conflict", "max_delete",
-        "max_delete_count", "interval", "keep", "gzip", "type", "direction", "scope", "path",
-        "base_url", "api_key", "api_key_env", "api_key_file", "user_id", "mem0_config",
-        "embedder", "bank", "dataset", "branch", "max_content_bytes", "allow_insecure_http"]
-VALUES = ["mem0-oss", "pmm-dir", "mnem", "hindsight", "cognee", "mem0-server", "mem0-platform",
-          "both", "push", "pull", "newest", "error", "25%", "5m", "1h", "hash", "http://x",
-          "https://127.0.0.1:1", "~/p", "a"]
+KEYS = [
+    "sync",
+    "backup",
+    "pmm",
+    "providers",
+    "active",
+    "conflict",
+    "max_delete",
+    "max_delete_count",
+    "interval",
+    "keep",
+    "gzip",
+    "type",
+    "direction",
+    "scope",
+    "path",
+    "base_url",
+    "api_key",
+    "api_key_env",
+    "api_key_file",
+    "user_id",
+    "mem0_config",
+    "embedder",
+    "bank",
+    "dataset",
+    "branch",
+    "max_content_bytes",
+    "allow_insecure_http",
+]
+VALUES = [
+    "mem0-oss",
+    "pmm-dir",
+    "mnem",
+    "hindsight",
+    "cognee",
+    "mem0-server",
+    "mem0-platform",
+    "both",
+    "push",
+    "pull",
+    "newest",
+    "error",
+    "25%",
+    "5m",
+    "1h",
+    "hash",
+    "http://x",
+    "https://127.0.0.1:1",
+    "~/p",
+    "a",
+]
 
 toml_scalars = (
     st.sampled_from(VALUES) | st.text(max_size=10) | st.integers(-5, 10**6) | st.booleans()
@@ -130,7 +176,9 @@ def toml_value(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+        return (
+            "{ " + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+        )
     return json.dumps(value)
 
 
@@ -144,7 +192,9 @@ def config_documents(draw: Any) -> str:
         lines.append(f"[{table}]")
         for _ in range(draw(st.integers(0, 5))):
             key = draw(st.sampled_from(KEYS))
-            value = draw(toml_scalars | st.dictionaries(st.sampled_from(KEYS), toml_scalars, max_size=3))
+            value = draw(
+                toml_scalars | st.dictionaries(st.sampled_from(KEYS), toml_scalars, max_size=3)
+            )
             lines.append(f"{key} = {toml_value(value)}")
     return "\n".join(lines) + "\n"
 

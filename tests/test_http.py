@@ -171,7 +171,9 @@ def test_a_refused_key_fails_at_once_naming_its_source(status: int) -> None:
 
 def test_a_server_without_a_configured_key_says_how_to_give_one() -> None:
     handler, seen = scripted(httpx.Response(401))
-    http = HttpClient("svc", "https://svc.test", auth="none", transport=httpx.MockTransport(handler))
+    http = HttpClient(
+        "svc", "https://svc.test", auth="none", transport=httpx.MockTransport(handler)
+    )
     with pytest.raises(AuthError, match="api_key_env"):
         http.get("/x")
     assert "authorization" not in seen[0].headers and "x-api-key" not in seen[0].headers
@@ -310,8 +312,12 @@ def test_the_client_works_over_a_real_loopback_socket() -> None:
         while not server.started and time.monotonic() < deadline:
             time.sleep(0.01)
         http = HttpClient(
-            "svc", f"http://127.0.0.1:{port}", secret=Secret(KEY, "$SVC_API_KEY"),
-            auth="api-key", timeout=0.1, retry=RetryPolicy(attempts=2, initial_backoff=0.01),
+            "svc",
+            f"http://127.0.0.1:{port}",
+            secret=Secret(KEY, "$SVC_API_KEY"),
+            auth="api-key",
+            timeout=0.1,
+            retry=RetryPolicy(attempts=2, initial_backoff=0.01),
         )
         assert http.get("/echo") == {"key_seen": True}
         with pytest.raises(TransientProviderError, match=r"no answer within 0\.1s"):

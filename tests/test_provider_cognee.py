@@ -38,9 +38,7 @@ def provider_on(double: CogneeDouble, dataset: str = "alice", **options: Any) ->
     options.setdefault("retry", FAST)
     options.setdefault("sleep", Sleeps())
     options.setdefault("page_size", 50)
-    provider = CogneeProvider(
-        "cg", BASE, dataset=dataset, transport=double.transport(), **options
-    )
+    provider = CogneeProvider("cg", BASE, dataset=dataset, transport=double.transport(), **options)
     provider.open()
     return provider
 
@@ -127,7 +125,10 @@ def test_update_replaces_the_item_under_a_new_id(double: CogneeDouble) -> None:
     (record,), listing = list_all(provider)
     assert listing.complete
     assert (record.id, record.content, record.metadata, record.origin) == (
-        updated.id, "works at Globex", {"team": "b"}, "mem0:u"
+        updated.id,
+        "works at Globex",
+        {"team": "b"},
+        "mem0:u",
     )
 
 

@@ -41,8 +41,12 @@ def provider_on(
     options.setdefault("retry", FAST)
     options.setdefault("sleep", Sleeps())
     provider = HindsightProvider(
-        "hs", BASE, bank=bank, page_size=options.pop("page_size", 50),
-        transport=double.transport(), **options,
+        "hs",
+        BASE,
+        bank=bank,
+        page_size=options.pop("page_size", 50),
+        transport=double.transport(),
+        **options,
     )
     provider.open()
     return provider
@@ -156,7 +160,9 @@ def test_update_of_an_existing_document_keeps_its_id_and_origin_marker(
 def test_observations_are_left_out_and_not_reported_as_skipped(double: HindsightDouble) -> None:
     provider = provider_on(double)
     created = provider.create(item("drinks coffee daily", origin="test:c"))
-    double.add_observation("alice", "the user is a coffee person", [created.provenance["memory_ids"][0]])
+    double.add_observation(
+        "alice", "the user is a coffee person", [created.provenance["memory_ids"][0]]
+    )
     records, listing = list_all(provider)
     assert [r.content for r in records] == ["drinks coffee daily"]
     assert listing.skipped == [] and listing.complete

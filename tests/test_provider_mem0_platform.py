@@ -91,7 +91,9 @@ class TestMem0PlatformContractLive(ProviderContract):
             provider = Mem0PlatformProvider(
                 "live",
                 {"user_id": f"memsync-test-{run}-{scope}"},
-                secret=Secret(os.environ["MEMSYNC_MEM0_PLATFORM_KEY"], "$MEMSYNC_MEM0_PLATFORM_KEY"),
+                secret=Secret(
+                    os.environ["MEMSYNC_MEM0_PLATFORM_KEY"], "$MEMSYNC_MEM0_PLATFORM_KEY"
+                ),
                 base_url=os.environ.get("MEMSYNC_MEM0_PLATFORM_URL", "https://api.mem0.ai"),
                 page_size=10,
             )
@@ -127,8 +129,12 @@ def test_the_run_id_listed_as_session_id_scopes_and_maps_back(
     platform: Mem0PlatformDouble,
 ) -> None:
     provider = Mem0PlatformProvider(
-        "m0p", {"run_id": "run-1"}, secret=Secret(KEY, "$MEM0_API_KEY"),
-        base_url="https://api.mem0.test", transport=platform.transport(), retry=FAST,
+        "m0p",
+        {"run_id": "run-1"},
+        secret=Secret(KEY, "$MEM0_API_KEY"),
+        base_url="https://api.mem0.test",
+        transport=platform.transport(),
+        retry=FAST,
     )
     created = provider.create(item("in a session"))
     platform.insert("another session", run_id="run-2")
@@ -227,15 +233,24 @@ def test_write_many_batches_updates_and_deletes(platform: Mem0PlatformDouble) ->
     provider = make(platform, batch_size=3)
     made = [provider.create(item(f"note {i}", origin=f"mnem:{i}")) for i in range(5)]
     ops = [
-        *(WriteOp("update", f"u{i}", item=item(f"note {i} v2", origin=f"mnem:{i}", v=2),
-                  provider_id=made[i].id) for i in range(4)),
+        *(
+            WriteOp(
+                "update",
+                f"u{i}",
+                item=item(f"note {i} v2", origin=f"mnem:{i}", v=2),
+                provider_id=made[i].id,
+            )
+            for i in range(4)
+        ),
         WriteOp("delete", "d4", provider_id=made[4].id),
     ]
     results = list(provider.write_many(ops))
     assert [r.op.key for r in results] == ["u0", "u1", "u2", "u3", "d4"]
     assert all(r.error is None for r in results)
     assert results[0].record is not None and results[0].record.content == "note 0 v2"
-    batches = [(s.method, len(s.body["memories"])) for s in platform.faults.requests(path="/v1/batch/")]
+    batches = [
+        (s.method, len(s.body["memories"])) for s in platform.faults.requests(path="/v1/batch/")
+    ]
     assert batches == [("PUT", 3), ("PUT", 1), ("DELETE", 1)]
     records, _ = list_all(provider)
     assert sorted(r.content for r in records) == [f"note {i} v2" for i in range(4)]

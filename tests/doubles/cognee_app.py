@@ -233,7 +233,9 @@ class CogneeDouble:
             return dataset
         item = dataset.data.get(request.path_params["data_id"])
         if item is None:
-            message = f"Data ({request.path_params['data_id']}) not found in dataset ({dataset.id})."
+            message = (
+                f"Data ({request.path_params['data_id']}) not found in dataset ({dataset.id})."
+            )
             return JSONResponse({"detail": f"{message} [DataNotFoundError]"}, status_code=404)
         media = "text/plain; charset=utf-8" if item.mime_type == "text/plain" else item.mime_type
         return Response(item.content, media_type=media)
@@ -291,7 +293,9 @@ class CogneeDouble:
                     "data_id": data_id,
                 }
             )
-        return JSONResponse({**_run_info("PipelineRunCompleted", dataset), "data_ingestion_info": infos})
+        return JSONResponse(
+            {**_run_info("PipelineRunCompleted", dataset), "data_ingestion_info": infos}
+        )
 
 
 @dataclass

@@ -543,7 +543,11 @@ def _windowed(rows: list[Any], field_name: str, start: Any, end: Any) -> list[An
 
 def _query_error(name: str, value: Any, message: str) -> Response:
     return JSONResponse(
-        {"detail": [{"type": "value_error", "loc": ["query", name], "msg": message, "input": value}]},
+        {
+            "detail": [
+                {"type": "value_error", "loc": ["query", name], "msg": message, "input": value}
+            ]
+        },
         status_code=422,
     )
 

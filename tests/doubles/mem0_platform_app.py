@@ -143,8 +143,12 @@ class Mem0PlatformDouble:
     @_handle
     async def ping(self, request: Request) -> Response:
         return JSONResponse(
-            {"status": "ok", "org_id": "org_test", "project_id": "proj_test",
-             "user_email": "tester@example.com"}
+            {
+                "status": "ok",
+                "org_id": "org_test",
+                "project_id": "proj_test",
+                "user_email": "tester@example.com",
+            }
         )
 
     @_handle
@@ -159,12 +163,13 @@ class Mem0PlatformDouble:
             raise _Refused(400, f"page_size must be between 1 and {MAX_PAGE_SIZE}")
         filters = body.get("filters")
         if not isinstance(filters, dict) or not _names_an_entity(filters):
-            raise _Refused(400, "filters must contain at least one of user_id, agent_id, "
-                                "app_id or run_id")
+            raise _Refused(
+                400, "filters must contain at least one of user_id, agent_id, app_id or run_id"
+            )
         chosen = [m for m in self.memories.values() if _matches(m, filters)]
         chosen.sort(key=lambda m: (m["created_at"], m["id"]), reverse=True)
         start = (page - 1) * size
-        results = [self._as_listed(m) for m in chosen[start:start + size]]
+        results = [self._as_listed(m) for m in chosen[start : start + size]]
         base = str(request.url.replace(query=""))
         after = start + size < len(chosen)
         answer = {
@@ -301,8 +306,12 @@ def _compare(value: str, condition: Any) -> bool:
         limit = parse_instant(str(bound))
         if limit is None or op not in ("gt", "gte", "lt", "lte"):
             raise _Refused(400, f"Invalid date filter {op}: {bound}")
-        ok = {"gt": instant > limit, "gte": instant >= limit,
-              "lt": instant < limit, "lte": instant <= limit}[op]
+        ok = {
+            "gt": instant > limit,
+            "gte": instant >= limit,
+            "lt": instant < limit,
+            "lte": instant <= limit,
+        }[op]
         if not ok:
             return False
     return True

@@ -165,18 +165,33 @@ class Mem0ServerDouble:
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         components = schema.pop("$defs", {})
         components[model.__name__] = schema
-        top_k = {"name": "top_k", "in": "query", "required": False,
-                 "schema": {"anyOf": [{"type": "integer", "maximum": MAX_TOP_K, "minimum": 0},
-                                      {"type": "null"}]}}
-        body = {"content": {"application/json": {
-            "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}, "required": True}
-        return JSONResponse({
-            "openapi": "3.1.0",
-            "info": {"title": "Mem0 REST APIs", "version": "1.0.0"},
-            "paths": {"/memories": {"post": {"summary": "Create memories", "requestBody": body},
-                                    "get": {"summary": "Get memories", "parameters": [top_k]}}},
-            "components": {"schemas": components},
-        })
+        top_k = {
+            "name": "top_k",
+            "in": "query",
+            "required": False,
+            "schema": {
+                "anyOf": [{"type": "integer", "maximum": MAX_TOP_K, "minimum": 0}, {"type": "null"}]
+            },
+        }
+        body = {
+            "content": {
+                "application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}
+            },
+            "required": True,
+        }
+        return JSONResponse(
+            {
+                "openapi": "3.1.0",
+                "info": {"title": "Mem0 REST APIs", "version": "1.0.0"},
+                "paths": {
+                    "/memories": {
+                        "post": {"summary": "Create memories", "requestBody": body},
+                        "get": {"summary": "Get memories", "parameters": [top_k]},
+                    }
+                },
+                "components": {"schemas": components},
+            }
+        )
 
     async def add_memory(self, request: Request) -> Response:
         if denied := self._unauthorized(request):
@@ -199,9 +214,7 @@ class Mem0ServerDouble:
             for k, v in create.model_dump().items()
             if v is not None and k not in ("messages", "infer")
         }
-        result = self.memory.add(
-            [m.model_dump() for m in create.messages], infer=False, **params
-        )
+        result = self.memory.add([m.model_dump() for m in create.messages], infer=False, **params)
         return JSONResponse(result)
 
     async def get_all_memories(self, request: Request) -> Response:
@@ -218,9 +231,18 @@ class Mem0ServerDouble:
             except ValueError:
                 top_k = -1
             if not 0 <= top_k <= MAX_TOP_K:
-                return JSONResponse({"detail": [{
-                    "loc": ["query", "top_k"], "type": "less_than_equal",
-                    "msg": f"Input should be between 0 and {MAX_TOP_K}"}]}, status_code=422)
+                return JSONResponse(
+                    {
+                        "detail": [
+                            {
+                                "loc": ["query", "top_k"],
+                                "type": "less_than_equal",
+                                "msg": f"Input should be between 0 and {MAX_TOP_K}",
+                            }
+                        ]
+                    },
+                    status_code=422,
+                )
             params["top_k"] = top_k
         if params.get("top_k") == 0:
             return JSONResponse({"results": []})

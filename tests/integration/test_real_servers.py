@@ -60,8 +60,9 @@ class TestRealHindsight(ProviderContract):
         made: list[HindsightProvider] = []
 
         def make(scope: str) -> Provider:
-            provider = HindsightProvider("hs-it", HINDSIGHT_URL, bank=f"{prefix}-{scope}",
-                                         timeout=120.0, page_size=50)
+            provider = HindsightProvider(
+                "hs-it", HINDSIGHT_URL, bank=f"{prefix}-{scope}", timeout=120.0, page_size=50
+            )
             provider.open()
             made.append(provider)
             return provider
@@ -78,7 +79,6 @@ class TestRealHindsight(ProviderContract):
         (record,), listing = list_all(provider)
         assert listing.complete and listing.observations == 0
         assert (record.id, record.metadata, record.origin) == ("it:1", {"n": 1}, "it:1")
-
 
     def test_text_longer_than_a_chunk_comes_back_whole(self, factory: Any) -> None:
         provider = factory("alice")
@@ -98,8 +98,9 @@ class TestRealCognee(ProviderContract):
         made: list[CogneeProvider] = []
 
         def make(scope: str) -> Provider:
-            provider = CogneeProvider("cg-it", COGNEE_URL, dataset=f"{prefix}_{scope}",
-                                      timeout=120.0, page_size=50)
+            provider = CogneeProvider(
+                "cg-it", COGNEE_URL, dataset=f"{prefix}_{scope}", timeout=120.0, page_size=50
+            )
             provider.open()
             made.append(provider)
             return provider
@@ -116,7 +117,9 @@ class TestRealCognee(ProviderContract):
         """Cognee accepts an empty upload: another client could leave one in the dataset."""
         assert isinstance(provider, CogneeProvider)
         body = provider.http.json(
-            "POST", "/api/v1/add", data={"datasetName": provider.dataset},
+            "POST",
+            "/api/v1/add",
+            data={"datasetName": provider.dataset},
             files=[("data", ("empty.txt", b"", "text/plain"))],
         )
         return str(body["data_ingestion_info"][0]["data_id"])
@@ -136,7 +139,10 @@ class TestRealCognee(ProviderContract):
         (record,), listing = list_all(provider)
         assert listing.complete
         assert (record.id, record.content, record.metadata, record.origin) == (
-            updated.id, "works at Globex", {"team": "b"}, "it:u"
+            updated.id,
+            "works at Globex",
+            {"team": "b"},
+            "it:u",
         )
 
     def test_a_metadata_only_update_is_stored(self, factory: Any) -> None:
