@@ -193,12 +193,13 @@ class Mirror:
                     self.result.added += 1
                     continue
                 link_id, fingerprint, version = old
-                if record.fingerprint == fingerprint:
-                    if record.version != version:
-                        tokens.append((record.version, record.updated_at, name, record.id))
-                    continue
                 if version is not None and record.version == version:
-                    continue  # the token says unchanged: do not churn on a fingerprint quirk
+                    # The provider's own token says unchanged: no need to fingerprint (the
+                    # common case of a quiet cycle), and no churn on a fingerprint quirk.
+                    continue
+                if record.fingerprint == fingerprint:
+                    tokens.append((record.version, record.updated_at, name, record.id))
+                    continue
                 upserts.append(record_row(name, link_id, record, self.run_id))
                 journal.append(
                     journal_row(self.run_id, name, link_id, "changed", record, record.id)
