@@ -8,7 +8,7 @@ from typing import Any
 
 from memsync.errors import MemsyncError
 from memsync.records import Record, parse_instant
-from memsync.staging.store import StagingStore
+from memsync.staging.store import StagingStore, row_record
 
 
 def _utc_text(value: str, what: str) -> str:
@@ -78,14 +78,6 @@ def records_at(store: StagingStore, provider: str, at: str) -> Iterator[Record]:
         (provider, when),
     )
     for row in cursor:
-        yield Record(
-            id=row["provider_id"],
-            content=row["content"] or "",
-            metadata=json.loads(row["metadata"] or "{}"),
-            scope_key=row["scope_key"] or "",
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-            version=row["version"],
-            provenance=json.loads(row["provenance"] or "{}"),
-            origin=row["origin"] or row["link_id"],
-        )
+        record = row_record(row)
+        record.origin = row["origin"] or row["link_id"]
+        yield record
