@@ -33,10 +33,6 @@ class Paths:
     def lock_file(self) -> Path:
         return self.runtime_dir / "memsync.lock"
 
-    @property
-    def daemon_file(self) -> Path:
-        return self.runtime_dir / "daemon.json"
-
     def ensure(self) -> None:
         """Create the private directories (0700) memsync writes into."""
         for directory in (self.state_dir, self.data_dir, self.backups_dir, self.runtime_dir):

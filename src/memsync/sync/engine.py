@@ -27,7 +27,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memsync.config import Config
-from memsync.errors import AuthError, MemsyncError, ProviderBusy, TransientProviderError
+from memsync.errors import (
+    AuthError,
+    MemsyncError,
+    ProviderBusy,
+    RefusedError,
+    TransientProviderError,
+)
 from memsync.faults import fault_point
 from memsync.providers.base import Provider, WriteOp, WriteResult
 from memsync.records import Outgoing, Record, parse_instant, utc_now_iso
@@ -118,7 +124,7 @@ class CycleReport:
     @property
     def exit_code(self) -> int:
         if self.refusals:
-            return 6
+            return RefusedError.exit_code
         if (
             self.failures
             or any(o.state in ("busy", "error") for o in self.providers.values())
