@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
-from urllib.parse import quote
 
 import httpx
 
@@ -49,17 +48,15 @@ from memsync.providers.base import (
     require_content,
 )
 from memsync.providers.http import (
-    HttpProvider,
     RetryPolicy,
     expect_list,
     expect_object,
 )
 from memsync.providers.mem0_common import (
-    SCOPE_IDS,
     metadata_for_mem0,
     record_from_mem0,
-    scope_key_of,
 )
+from memsync.providers.mem0_http import Mem0HttpProvider, path_segment
 from memsync.records import Outgoing, Record, Skipped, parse_instant
 from memsync.secrets import Secret, resolve_secret
 
@@ -68,7 +65,7 @@ MAX_PAGE_SIZE = 200
 MAX_BATCH = 1000
 
 
-class Mem0PlatformProvider(HttpProvider):
+class Mem0PlatformProvider(Mem0HttpProvider):
     type = "mem0-platform"
     family = "mem0"
     capabilities = Capabilities(incremental=True, batch_writes=True, timestamps=True)
@@ -107,7 +104,7 @@ class Mem0PlatformProvider(HttpProvider):
             retry=retry,
             sleep=sleep,
         )
-        self.scope = {k: scope[k] for k in SCOPE_IDS if scope.get(k)}
+        self.scope = self.scope_ids(scope)
         self.lookback = timedelta(seconds=lookback)
         self.page_size = max(1, min(page_size, MAX_PAGE_SIZE))
         self.batch_size = max(1, min(batch_size, MAX_BATCH))
@@ -121,12 +118,6 @@ class Mem0PlatformProvider(HttpProvider):
         scope = ",".join(f"{k}={v}" for k, v in sorted(self.scope.items()))
         project = "/".join(self.params.get(k, "-") for k in ("org_id", "project_id"))
         return f"mem0-platform:{self.base_url}/{project}#{scope}"
-
-    def scope_key(self) -> str:
-        return scope_key_of(self.scope)
-
-    def describe_scope(self) -> dict[str, Any]:
-        return {"scope_key": self.scope_key(), **self.scope}
 
     def check(self) -> str:
         pong = expect_object(self.name, self.http.get("/v1/ping/", params=self.params), "ping")
@@ -162,7 +153,7 @@ class Mem0PlatformProvider(HttpProvider):
 
     def _raw(self, provider_id: str) -> dict[str, Any] | None:
         try:
-            body = self.http.get(f"/v1/memories/{_segment(provider_id)}/", params=self.params)
+            body = self.http.get(f"/v1/memories/{path_segment(provider_id)}/", params=self.params)
         except NotFound:
             return None
         if body is None:
@@ -172,13 +163,6 @@ class Mem0PlatformProvider(HttpProvider):
         if any(held.get(k) != v for k, v in self.scope.items()):
             return None
         return raw
-
-    def get(self, provider_id: str) -> Record | None:
-        raw = self._raw(provider_id)
-        if raw is None:
-            return None
-        record = record_from_mem0(raw, self.scope_key())
-        return record if isinstance(record, Record) else None
 
     # writes ---------------------------------------------------------------------------
 
@@ -220,7 +204,7 @@ class Mem0PlatformProvider(HttpProvider):
         require_content(self.name, item)
         self.http.json(
             "PUT",
-            f"/v1/memories/{_segment(provider_id)}/",
+            f"/v1/memories/{path_segment(provider_id)}/",
             params=self.params or None,
             json={"text": item.content, "metadata": metadata_for_mem0(item)},
         )
@@ -229,19 +213,10 @@ class Mem0PlatformProvider(HttpProvider):
     def delete(self, provider_id: str) -> None:
         try:
             self.http.json(
-                "DELETE", f"/v1/memories/{_segment(provider_id)}/", params=self.params or None
+                "DELETE", f"/v1/memories/{path_segment(provider_id)}/", params=self.params or None
             )
         except NotFound:
             return
-
-    def _reread(self, provider_id: str, what: str) -> Record:
-        record = self.get(provider_id)
-        if record is None:
-            raise ProviderError(
-                f"{self.name}: memory {provider_id} is not readable in scope {self.scope} "
-                f"right after its {what}"
-            )
-        return record
 
     def write_many(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
         """Creates one by one (each add carries its own metadata); updates and deletes in
@@ -388,10 +363,6 @@ class _PlatformListing(Listing):
 
 def _iso(instant: datetime) -> str:
     return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def _segment(provider_id: str) -> str:
-    return quote(provider_id, safe="")
 
 
 def build(name: str, entry: Mem0PlatformConfig, config: Config) -> Mem0PlatformProvider:

@@ -35,17 +35,15 @@ from memsync.errors import (
 )
 from memsync.providers.base import Capabilities, Listing, Page, require_content
 from memsync.providers.http import (
-    HttpProvider,
     RetryPolicy,
     expect_list,
     expect_object,
 )
 from memsync.providers.mem0_common import (
-    SCOPE_IDS,
     metadata_for_mem0,
     record_from_mem0,
-    scope_key_of,
 )
+from memsync.providers.mem0_http import Mem0HttpProvider, path_segment
 from memsync.providers.mem0_paging import fetch_all
 from memsync.records import Outgoing, Record, Skipped
 from memsync.secrets import Secret, resolve_secret
@@ -63,7 +61,8 @@ class ServerFeatures:
     how: str
 
 
-class Mem0ServerProvider(HttpProvider):
+class Mem0ServerProvider(Mem0HttpProvider):
+    reread_hint = "; check the server's logs"
     type = "mem0-server"
     family = "mem0"
     capabilities = Capabilities(timestamps=True)
@@ -99,7 +98,7 @@ class Mem0ServerProvider(HttpProvider):
             retry=retry,
             sleep=sleep,
         )
-        self.scope = {k: scope[k] for k in SCOPE_IDS if scope.get(k)}
+        self.scope = self.scope_ids(scope)
         self.start_top_k = start_top_k
         self._features: ServerFeatures | None = None
 
@@ -114,12 +113,6 @@ class Mem0ServerProvider(HttpProvider):
     def identity(self) -> str:
         scope = ",".join(f"{k}={v}" for k, v in sorted(self.scope.items()))
         return f"mem0-server:{self.base_url}#{scope}"
-
-    def scope_key(self) -> str:
-        return scope_key_of(self.scope)
-
-    def describe_scope(self) -> dict[str, Any]:
-        return {"scope_key": self.scope_key(), **self.scope}
 
     # server features --------------------------------------------------------------------
 
@@ -191,7 +184,7 @@ class Mem0ServerProvider(HttpProvider):
     def _raw(self, provider_id: str) -> dict[str, Any] | None:
         """The memory as the server holds it, or None when absent or outside the scope."""
         try:
-            body = self.http.get(f"/memories/{_segment(provider_id)}")
+            body = self.http.get(f"/memories/{path_segment(provider_id)}")
         except NotFound:
             return None
         if body is None:
@@ -200,13 +193,6 @@ class Mem0ServerProvider(HttpProvider):
         if any(raw.get(k) != v for k, v in self.scope.items()):
             return None
         return raw
-
-    def get(self, provider_id: str) -> Record | None:
-        raw = self._raw(provider_id)
-        if raw is None:
-            return None
-        record = record_from_mem0(raw, self.scope_key())
-        return record if isinstance(record, Record) else None
 
     # writes ---------------------------------------------------------------------------
 
@@ -247,14 +233,14 @@ class Mem0ServerProvider(HttpProvider):
         metadata = metadata_for_mem0(item, previous=previous.get("metadata") or {})
         self.http.json(
             "PUT",
-            f"/memories/{_segment(provider_id)}",
+            f"/memories/{path_segment(provider_id)}",
             json={"text": item.content, "metadata": metadata},
         )
         return self._reread(provider_id, "update")
 
     def delete(self, provider_id: str) -> None:
         try:
-            self.http.json("DELETE", f"/memories/{_segment(provider_id)}")
+            self.http.json("DELETE", f"/memories/{path_segment(provider_id)}")
         except NotFound:
             return
         except TransientProviderError:
@@ -262,15 +248,6 @@ class Mem0ServerProvider(HttpProvider):
             if self._raw(provider_id) is None:
                 return
             raise
-
-    def _reread(self, provider_id: str, what: str) -> Record:
-        record = self.get(provider_id)
-        if record is None:
-            raise ProviderError(
-                f"{self.name}: memory {provider_id} is not readable right after its {what}; "
-                "check the server's logs"
-            )
-        return record
 
     def _require_infer_false(self) -> None:
         features = self.features()
@@ -364,12 +341,6 @@ def _complains_about(response: httpx.Response, field: str) -> bool:
     return isinstance(detail, list) and any(
         isinstance(e, dict) and field in (e.get("loc") or []) for e in detail
     )
-
-
-def _segment(provider_id: str) -> str:
-    from urllib.parse import quote
-
-    return quote(provider_id, safe="")
 
 
 def build(name: str, entry: Mem0ServerConfig, config: Config) -> Mem0ServerProvider:

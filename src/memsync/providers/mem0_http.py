@@ -1,0 +1,59 @@
+"""What the two Mem0 HTTP providers (self-hosted server, hosted platform) have in common.
+
+Both hold one Mem0 scope, read a memory by id and map it with ``mem0_common``; they differ
+in routes, auth and listing, which each keeps in its own module.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from memsync.errors import ProviderError
+from memsync.providers.http import HttpProvider
+from memsync.providers.mem0_common import SCOPE_IDS, record_from_mem0, scope_key_of
+from memsync.records import Record
+
+
+def path_segment(provider_id: str) -> str:
+    """A memory id as one URL path segment, whatever it contains."""
+    return quote(provider_id, safe="")
+
+
+class Mem0HttpProvider(HttpProvider):
+    """A Mem0 scope behind an HTTP API. Subclasses set the scope and implement ``_raw``."""
+
+    scope: dict[str, str]
+    reread_hint = ""  # appended when a memory cannot be read back after a write
+
+    @staticmethod
+    def scope_ids(scope: Mapping[str, str]) -> dict[str, str]:
+        return {k: scope[k] for k in SCOPE_IDS if scope.get(k)}
+
+    def scope_key(self) -> str:
+        return scope_key_of(self.scope)
+
+    def describe_scope(self) -> dict[str, Any]:
+        return {"scope_key": self.scope_key(), **self.scope}
+
+    @abstractmethod
+    def _raw(self, provider_id: str) -> dict[str, Any] | None:
+        """The memory as the API returns it, or None when it is missing or out of scope."""
+
+    def get(self, provider_id: str) -> Record | None:
+        raw = self._raw(provider_id)
+        if raw is None:
+            return None
+        record = record_from_mem0(raw, self.scope_key())
+        return record if isinstance(record, Record) else None
+
+    def _reread(self, provider_id: str, what: str) -> Record:
+        record = self.get(provider_id)
+        if record is None:
+            raise ProviderError(
+                f"{self.name}: memory {provider_id} is not readable in scope {self.scope} "
+                f"right after its {what}{self.reread_hint}"
+            )
+        return record
