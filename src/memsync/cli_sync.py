@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -11,7 +10,8 @@ import click
 
 from memsync.cli import App, main, pass_app
 from memsync.config import parse_config
-from memsync.errors import ConfigError, MemsyncError
+from memsync.config_edit import set_active
+from memsync.errors import MemsyncError
 from memsync.files import write_private_text
 from memsync.output import print_json, print_table, progress_bar, stderr
 from memsync.pmm import Header, write_pmm_file, write_pmm_stream
@@ -142,20 +142,6 @@ def sync(
 
 
 # --- switch --------------------------------------------------------------------------------
-
-_ACTIVE_LINE = re.compile(r'^(\s*active\s*=\s*)(["\'])([^"\']*)\2', re.MULTILINE)
-
-
-def set_active(config_text: str, name: str) -> str:
-    """The config text with [sync] active set to NAME, comments and layout kept."""
-    section = re.search(r"^\[sync\][^\n]*\n(.*?)(?=^\[|\Z)", config_text, re.DOTALL | re.MULTILINE)
-    if section is None:
-        raise ConfigError("the config has no [sync] table to switch")
-    body = section.group(1)
-    new_body, count = _ACTIVE_LINE.subn(lambda m: f'{m.group(1)}"{name}"', body, count=1)
-    if count != 1:
-        raise ConfigError('could not find `active = "..."` in [sync]; edit it by hand')
-    return config_text[: section.start(1)] + new_body + config_text[section.end(1) :]
 
 
 @main.command()
