@@ -17,6 +17,7 @@ from memsync.output import print_json, print_table, progress_bar, stderr
 from memsync.pmm import Header, write_pmm_file, write_pmm_stream
 from memsync.portability import import_file
 from memsync.records import utc_now_iso
+from memsync.staging.aside import set_aside
 from memsync.sync.engine import CycleReport, SyncOptions
 from memsync.sync.journal import log_entries, memory_history, records_at
 from memsync.sync.runner import run_sync
@@ -402,14 +403,8 @@ def repair(app: App) -> None:
     the origin markers memsync wrote into every provider, so nothing is duplicated. What only
     the old database knew (the journal, deletes not yet replayed) is gone.
     """
-    database = app.paths.database
-    if database.exists():
-        stamp = utc_now_iso().replace(":", "").replace(".", "")
-        aside = database.with_name(f"{database.name}.corrupt-{stamp}")
-        for suffix in ("", "-wal", "-shm"):
-            source = Path(str(database) + suffix)
-            if source.exists():
-                source.rename(Path(str(aside) + suffix))
+    aside = set_aside(app.paths.database)
+    if aside is not None:
         click.echo(f"moved the old database to {aside}")
     report = run_sync(app.paths, app.config, SyncOptions(full=True))
     _print_cycle(report)
