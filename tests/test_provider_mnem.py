@@ -35,29 +35,14 @@ from memsync.providers.mnem import (
 from memsync.records import Outgoing, parse_instant
 from tests.contract import ProviderContract, list_all
 from tests.doubles import mnem_double
-
-REAL_SDK_MISSING = (
-    "the real mnem SDK (mnem-agents 0.0.7) is not importable here: PyPI has only a macOS "
-    "wheel and its sdist needs crates.io"
-)
-
-
-def real_sdk() -> ModuleType | None:
-    try:
-        import mnem
-    except ImportError:
-        return None
-    return mnem
+from tests.mnem_sdk import real_sdk
 
 
 @pytest.fixture(params=["double", "real"])
 def sdk(request: pytest.FixtureRequest) -> ModuleType:
     if request.param == "double":
         return mnem_double
-    real = real_sdk()
-    if real is None:
-        pytest.skip(REAL_SDK_MISSING)
-    return real
+    return real_sdk()
 
 
 @pytest.fixture
