@@ -19,8 +19,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mem0")
-
 from tests.conftest import run_memsync, write_config
 from tests.mem0_fixtures import DIMS, mem0_payload
 from tests.test_e2e_mem0 import App, mem0_table

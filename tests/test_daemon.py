@@ -27,7 +27,7 @@ from memsync.daemon.logging import OneLineFormatter, Redactor, journal_attached
 from memsync.daemon.notify import Notifier
 from memsync.daemon.service import summarize
 from memsync.sync.engine import CycleReport, ProviderOutcome
-from tests.conftest import run_memsync, write_config
+from tests.conftest import run_memsync, subprocess_env, write_config
 
 CONFIG = """
 [sync]
@@ -150,7 +150,7 @@ class DaemonProcess:
     def __init__(self, home: Path, **env: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "memsync", "daemon"],
-            env={**os.environ, "MEMSYNC_HOME": str(home), **env},
+            env=subprocess_env(MEMSYNC_HOME=str(home), **env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -425,7 +425,7 @@ direction = "push"
     wait_until(lambda: (home / "run" / "memsync.lock").exists(), 20, "the first cycle")
     manual = subprocess.run(
         [sys.executable, "-m", "memsync", "sync", "--wait", "0.5"],
-        env={**os.environ, "MEMSYNC_HOME": str(home), "MEMSYNC_TEST_KEY": key},
+        env=subprocess_env(MEMSYNC_HOME=str(home), MEMSYNC_TEST_KEY=key),
         capture_output=True,
         text=True,
         timeout=60,

@@ -24,8 +24,8 @@ from memsync.providers.mnem import MnemProvider, StagedChangesPresent
 from memsync.records import parse_instant
 from tests.contract import list_all
 from tests.doubles import mnem_double
-from tests.mnem_sdk import real_sdk
 from tests.mem0_fixtures import insert_behind_memsync, mem0_payload, open_provider
+from tests.mnem_sdk import real_sdk
 
 BIG = 1200
 EXPECTED_CAP = 1000  # mem0_paging's first top_k: the big scope must outgrow it

@@ -31,8 +31,6 @@ from memsync.records import Outgoing
 from memsync.secrets import Secret
 from tests.contract import ProviderContract, item, list_all
 from tests.doubles import Fault
-
-pytest.importorskip("mem0", reason="the double serves a real mem0 Memory: install memsync[mem0]")
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 
 KEY = "m0sk_do-not-leak-0123456789abcdef"
