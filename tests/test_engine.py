@@ -11,7 +11,7 @@ import pytest
 from memsync.staging import StagingStore
 from memsync.sync.engine import Engine, SyncOptions
 from memsync.sync.journal import memory_history, records_at
-from tests.engine_helpers import World
+from tests.engine_helpers import PowerCut, World
 
 
 @pytest.fixture
@@ -225,10 +225,7 @@ def test_a_lost_staging_database_is_rebuilt_without_duplicates(world: World) -> 
 def test_a_crash_mid_replay_converges_without_duplicates(world: World) -> None:
     for i in range(30):
         world.providers["mem0"].app_add(f"memory {i}")
-
-    class Crash(BaseException):
-        pass
-
+    cut = PowerCut()
     calls = {"n": 0}
     real_create = world.providers["mnem"].create
 
@@ -236,12 +233,15 @@ def test_a_crash_mid_replay_converges_without_duplicates(world: World) -> None:
         calls["n"] += 1
         result = real_create(item)
         if calls["n"] == 11:
-            raise Crash()  # the write landed; memsync died before recording it
+            cut.fire()  # the write landed; memsync died before recording it
         return result
 
     world.providers["mnem"].create = crashing_create  # type: ignore[method-assign]
-    with pytest.raises(Crash):
+    with cut.armed():
         world.sync()
+    assert cut.fired and len(world.contents("mnem")) == 11  # eleven writes landed...
+    with StagingStore.open(world.db_path) as store:  # ...and the last one's outcome was lost
+        assert store.count_records("mnem") < 11
     world.providers["mnem"].create = real_create  # type: ignore[method-assign]
     world.sync()
     assert all(
