@@ -71,9 +71,11 @@ def test_a_delete_reaches_every_provider(world: World) -> None:
     world.providers["mem0"].delete(gone)
     report = world.sync()
     assert report.exit_code == 0
+    remaining = sorted(["keep me", *(f"filler {i}" for i in range(10))])
     for name in world.providers:
-        assert "forget me" not in world.contents(name) and "keep me" in world.contents(name)
-    assert keep
+        assert world.contents(name) == remaining, name  # that one gone, every other one kept
+    assert report.replayed == {"delete": 2}  # from mnem and the backup, nothing else
+    assert keep in world.stores["mem0"].records and gone not in world.stores["mem0"].records
 
 
 def test_an_emptied_source_is_refused_and_the_target_kept(world: World) -> None:

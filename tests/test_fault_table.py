@@ -47,7 +47,7 @@ class Cloud:
             transport=self.double.transport(),
             retry=RetryPolicy(attempts=3, initial_backoff=0.001, max_backoff=0.01, max_elapsed=5.0),
             sleep=self.sleeps.append,
-            timeout=0.2,
+            timeout=2.0,  # generous: only the injected stalls may time out
             page_size=25,
         )
 
@@ -78,7 +78,7 @@ ROWS = {
     "503 once, then fine": (inject(Fault.error(503), times=1), {"ok"}),
     "429 with Retry-After, once": (inject(Fault.rate_limit("2"), times=1), {"ok"}),
     "429 without Retry-After, always": (inject(Fault.rate_limit(None)), {"error"}),
-    "timeouts": (inject(Fault.stall(1.0)), {"error"}),
+    "timeouts": (inject(Fault.stall(60)), {"error"}),
     "connection resets": (inject(Fault.reset()), {"error"}),
     "truncated body": (inject(Fault.truncated()), {"error"}),
     "non-JSON body": (inject(Fault.malformed()), {"error"}),
