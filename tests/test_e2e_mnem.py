@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import gc
 import json
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from memsync.cli import main
-from tests.conftest import write_config
+from tests.conftest import subprocess_env, write_config
 from tests.mem0_fixtures import DIMS, mem0_payload
 from tests.mnem_sdk import real_sdk
 from tests.test_e2e_mem0 import App, ids_by_text, mem0_table
@@ -197,3 +199,19 @@ def _fresh(mnem: ModuleType, home: Path) -> Agent:
     mnem.init(home / "agent")
     gc.collect()
     return Agent(mnem, home / "agent")
+
+
+def test_make_demo_shows_mem0_to_mnem(mnem: ModuleType, tmp_path: Path) -> None:
+    """`make demo` (python -m memsync.demo) takes mnem as the new side when the SDK imports."""
+    demo = subprocess.run(
+        [sys.executable, "-m", "memsync.demo"],
+        env=subprocess_env(TMPDIR=str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+    assert "new = a mnem store" in demo.stdout
+    assert "new [mnem] (active): reachable" in demo.stdout
+    assert demo.stdout.count("reconciled: both hold the same memories") == 2
+    assert "Speaks Portuguese and English" in demo.stdout  # written by the mnem agent
