@@ -176,11 +176,11 @@ def script(sdk: ModuleType, root: Path) -> list[tuple[str, Any]]:
     step("checkout discarding", lambda: store.checkout("side", discard=True))
     step("checkout a new branch", lambda: store.checkout(create="third"))
     step("branches", lambda: (store.head(), store.branches(), sorted(store.working_memory())))
-    del store
+    store = None  # drop the handle: the store is locked while one lives
     gc.collect()
     reopened = step("reopen", lambda: sdk.open(root))
     step("working memory after reopen", lambda: reopened.working_memory())
-    del reopened
+    reopened = None
     gc.collect()
     return answers
 
