@@ -1,19 +1,46 @@
-"""Shared fixtures: an isolated MEMSYNC_HOME and a way to run the real CLI."""
+"""Shared fixtures: an isolated MEMSYNC_HOME and a way to run the real CLI.
+
+Also the suite's hygiene, set once here: the caller's MEMSYNC_* and MEM0_* variables never
+reach memsync (a developer's own MEMSYNC_HOME or MEM0_API_KEY must not steer a test), and
+Hypothesis keeps no example database in the working tree.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import configuration as hypothesis_configuration
+from hypothesis import settings
 
 from memsync.cli import main
 
-os.environ.setdefault("MEM0_TELEMETRY", "False")
+SCRUBBED = ("MEMSYNC_", "MEM0_")
+# Variables that configure the tests themselves (live servers, example counts), not memsync.
+TEST_SETTINGS = ("MEMSYNC_IT_", "MEMSYNC_MEM0_", "MEMSYNC_SM_", "MEMSYNC_CRASH_")
+
+for _name in list(os.environ):
+    if _name.startswith(SCRUBBED) and not _name.startswith(TEST_SETTINGS):
+        del os.environ[_name]
+os.environ["MEM0_TELEMETRY"] = "False"
+
+settings.register_profile("memsync", database=None)  # no .hypothesis/ examples database
+settings.load_profile("memsync")
+hypothesis_configuration.set_hypothesis_home_dir(
+    Path(tempfile.gettempdir()) / f"memsync-tests-hypothesis-{os.getuid()}"
+)
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """This process's environment for a child, with no MEMSYNC_*/MEM0_* but what is passed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED)}
+    return {**env, "MEM0_TELEMETRY": "False", **extra}
 
 
 @pytest.fixture
@@ -40,7 +67,7 @@ def run_memsync(
     home: Path, *args: str, env_extra: dict[str, str] | None = None, **kwargs: object
 ) -> subprocess.CompletedProcess[str]:
     """Run memsync as a real subprocess, for behaviour that needs a process of its own."""
-    env = {**os.environ, "MEMSYNC_HOME": str(home), **(env_extra or {})}
+    env = subprocess_env(MEMSYNC_HOME=str(home), **(env_extra or {}))
     return subprocess.run(
         [sys.executable, "-m", "memsync", *args],
         env=env,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from memsync.config import Config, parse_config
@@ -58,3 +60,46 @@ class World:
 
     def contents(self, name: str) -> list[str]:
         return self.providers[name].contents()
+
+
+class Crash(BaseException):
+    """memsync dies mid-cycle (a BaseException: nothing may catch it)."""
+
+
+class PowerCut:
+    """An in-process kill: once it fires, nothing more reaches the staging database.
+
+    Raising an exception alone is not a crash: the engine's ``finally`` blocks would still
+    record the outcomes of writes that landed, so the case a real kill creates (a write done,
+    its outcome lost) would never happen. While ``armed``, every staging transaction after
+    the cut raises ``Crash`` too, so those blocks change nothing, as if the process had died.
+    (The crash matrix kills real processes with SIGKILL; this is for in-memory worlds.)
+    """
+
+    def __init__(self) -> None:
+        self.fired = False
+
+    def fire(self) -> None:
+        self.fired = True
+        raise Crash()
+
+    @contextlib.contextmanager
+    def armed(self) -> Iterator[PowerCut]:
+        real = StagingStore.transaction
+        cut = self
+
+        @contextlib.contextmanager
+        def transaction(store: StagingStore) -> Iterator[object]:
+            if cut.fired:
+                raise Crash()
+            with real(store) as conn:
+                yield conn
+
+        StagingStore.transaction = transaction  # type: ignore[assignment,method-assign]
+        try:
+            yield self
+        except Crash:
+            if not self.fired:
+                raise
+        finally:
+            StagingStore.transaction = real  # type: ignore[method-assign]

@@ -26,7 +26,7 @@ from memsync.providers import FACTORIES
 from memsync.providers.base import Provider
 from memsync.records import Record
 from memsync.staging import StagingStore
-from tests.conftest import run_memsync, write_config
+from tests.conftest import run_memsync, subprocess_env, write_config
 
 CONFIG = """
 [sync]
@@ -210,7 +210,7 @@ def test_a_real_write_failure_in_a_separate_process_keeps_the_previous_backup(ho
 
     result = subprocess.run(
         [sys.executable, "-m", "memsync", "backup", "--provider", "notes"],
-        env={**os.environ, "MEMSYNC_HOME": str(home)},
+        env=subprocess_env(MEMSYNC_HOME=str(home)),
         capture_output=True,
         text=True,
         timeout=60,

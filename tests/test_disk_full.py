@@ -7,7 +7,6 @@ the limit fail with EFBIG, as a full disk fails with ENOSPC, in a real `memsync 
 from __future__ import annotations
 
 import json
-import os
 import resource
 import signal
 import sqlite3
@@ -15,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import run_memsync, write_config
+from tests.conftest import run_memsync, subprocess_env, write_config
 
 
 def limited(limit: int):  # type: ignore[no-untyped-def]
@@ -45,7 +44,7 @@ def test_a_full_disk_mid_sync_is_a_clear_error_and_the_database_survives(home: P
     database = home / "state" / "staging.db"
     size = database.stat().st_size
 
-    env = {**os.environ, "MEMSYNC_HOME": str(home)}
+    env = subprocess_env(MEMSYNC_HOME=str(home))
     full = subprocess.run(
         [sys.executable, "-m", "memsync", "sync"],
         env=env,

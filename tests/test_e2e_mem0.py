@@ -13,8 +13,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mem0")
-
 from memsync.config import load_config
 from memsync.providers import build_provider
 from tests.conftest import write_config

@@ -11,7 +11,7 @@ import pytest
 from memsync.staging import StagingStore
 from memsync.sync.engine import Engine, SyncOptions
 from memsync.sync.journal import memory_history, records_at
-from tests.engine_helpers import World
+from tests.engine_helpers import PowerCut, World
 
 
 @pytest.fixture
@@ -71,9 +71,11 @@ def test_a_delete_reaches_every_provider(world: World) -> None:
     world.providers["mem0"].delete(gone)
     report = world.sync()
     assert report.exit_code == 0
+    remaining = sorted(["keep me", *(f"filler {i}" for i in range(10))])
     for name in world.providers:
-        assert "forget me" not in world.contents(name) and "keep me" in world.contents(name)
-    assert keep
+        assert world.contents(name) == remaining, name  # that one gone, every other one kept
+    assert report.replayed == {"delete": 2}  # from mnem and the backup, nothing else
+    assert keep in world.stores["mem0"].records and gone not in world.stores["mem0"].records
 
 
 def test_an_emptied_source_is_refused_and_the_target_kept(world: World) -> None:
@@ -225,10 +227,7 @@ def test_a_lost_staging_database_is_rebuilt_without_duplicates(world: World) -> 
 def test_a_crash_mid_replay_converges_without_duplicates(world: World) -> None:
     for i in range(30):
         world.providers["mem0"].app_add(f"memory {i}")
-
-    class Crash(BaseException):
-        pass
-
+    cut = PowerCut()
     calls = {"n": 0}
     real_create = world.providers["mnem"].create
 
@@ -236,12 +235,15 @@ def test_a_crash_mid_replay_converges_without_duplicates(world: World) -> None:
         calls["n"] += 1
         result = real_create(item)
         if calls["n"] == 11:
-            raise Crash()  # the write landed; memsync died before recording it
+            cut.fire()  # the write landed; memsync died before recording it
         return result
 
     world.providers["mnem"].create = crashing_create  # type: ignore[method-assign]
-    with pytest.raises(Crash):
+    with cut.armed():
         world.sync()
+    assert cut.fired and len(world.contents("mnem")) == 11  # eleven writes landed...
+    with StagingStore.open(world.db_path) as store:  # ...and the last one's outcome was lost
+        assert store.count_records("mnem") < 11
     world.providers["mnem"].create = real_create  # type: ignore[method-assign]
     world.sync()
     assert all(

@@ -20,13 +20,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from memsync.staging import StagingStore
-from tests.engine_helpers import World
+from tests.engine_helpers import PowerCut, World
 
 SIDES = ("mem0", "mnem")
-
-
-class Crash(BaseException):
-    """memsync dies mid-cycle (a BaseException: nothing may catch it)."""
 
 
 class SyncMachine(RuleBasedStateMachine):
@@ -50,7 +46,11 @@ class SyncMachine(RuleBasedStateMachine):
         self.clock = itertools.count(1)
 
     def teardown(self) -> None:
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        """Every run ends converged: each provider holds exactly the model, and is quiet."""
+        try:
+            self.check_convergence()
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
     def _text(self, memory: int) -> str:
         return f"memory {memory} v{next(self.clock)}"
@@ -102,21 +102,21 @@ class SyncMachine(RuleBasedStateMachine):
         provider = self.world.providers[victim]
         provider.faults.fail_writes = failures
         real = provider.write_many
+        cut = PowerCut()
         if crash_after is not None:
             budget = {"left": crash_after}
 
             def crashing(ops):  # type: ignore[no-untyped-def]
                 for result in real(ops):
                     if budget["left"] == 0:
-                        raise Crash()
+                        cut.fire()  # that write landed; its outcome dies with memsync
                     budget["left"] -= 1
                     yield result
 
             provider.write_many = crashing  # type: ignore[method-assign]
         try:
-            self.world.sync(force_delete=True)
-        except Crash:
-            pass
+            with cut.armed():
+                self.world.sync(force_delete=True)
         finally:
             self.db_lost = False
             provider.write_many = real  # type: ignore[method-assign]

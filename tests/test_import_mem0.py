@@ -25,31 +25,17 @@ from memsync.records import parse_instant
 from tests.contract import list_all
 from tests.doubles import mnem_double
 from tests.mem0_fixtures import insert_behind_memsync, mem0_payload, open_provider
+from tests.mnem_sdk import real_sdk
 
 BIG = 1200
 EXPECTED_CAP = 1000  # mem0_paging's first top_k: the big scope must outgrow it
-REAL_SDK_MISSING = (
-    "the real mnem SDK (mnem-agents 0.0.7) is not importable here: PyPI has only a macOS "
-    "wheel and its sdist needs crates.io"
-)
-
-
-def real_sdk() -> ModuleType | None:
-    try:
-        import mnem
-    except ImportError:
-        return None
-    return mnem
 
 
 @pytest.fixture(scope="module", params=["double", "real"])
 def sdk(request: pytest.FixtureRequest) -> ModuleType:
     if request.param == "double":
         return mnem_double
-    real = real_sdk()
-    if real is None:
-        pytest.skip(REAL_SDK_MISSING)
-    return real
+    return real_sdk()
 
 
 def new_store(sdk: ModuleType, root: Path) -> Any:

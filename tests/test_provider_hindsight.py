@@ -311,16 +311,16 @@ def test_a_500_is_retried_and_a_persistent_one_is_transient(double: HindsightDou
 def test_a_retain_that_timed_out_is_retried_because_it_replaces(
     double: HindsightDouble,
 ) -> None:
-    provider = provider_on(double, timeout=0.2)
-    double.faults.inject(Fault.stall(1.0), method="POST")
+    provider = provider_on(double, timeout=2.0)
+    double.faults.inject(Fault.stall(60), method="POST")
     provider.create(item("slow server", origin="test:s"))
     assert [u.text for u in double.units_of("alice")] == ["slow server"]
 
 
 def test_a_listing_that_keeps_timing_out_is_transient(double: HindsightDouble) -> None:
-    provider = provider_on(double, timeout=0.1)
+    provider = provider_on(double, timeout=2.0)
     provider.create(item("x", origin="test:x"))
-    double.faults.inject(Fault.stall(1.0), method="GET", times=9)
+    double.faults.inject(Fault.stall(60), method="GET", times=9)
     with pytest.raises(TransientProviderError, match="no answer"):
         list_all(provider)
 

@@ -31,8 +31,6 @@ from memsync.records import Outgoing
 from memsync.secrets import Secret
 from tests.contract import ProviderContract, item, list_all
 from tests.doubles import Fault
-
-pytest.importorskip("mem0", reason="the double serves a real mem0 Memory: install memsync[mem0]")
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 
 KEY = "m0sk_do-not-leak-0123456789abcdef"
@@ -251,12 +249,12 @@ def test_a_create_is_never_sent_twice_after_a_server_error(server: Mem0ServerDou
 
 
 def test_timeouts_are_retried_then_reported(server: Mem0ServerDouble) -> None:
-    provider = make(server, timeout=0.05)
+    provider = make(server, timeout=2.0)  # generous: the real calls must never time out
     provider.create(item("slow server"))
-    server.faults.inject(Fault.stall(0.5), method="GET", path="/memories", times=1)
+    server.faults.inject(Fault.stall(60), method="GET", path="/memories", times=1)
     assert list_all(provider)[1].complete
-    server.faults.inject(Fault.stall(0.5), method="GET", path="/memories", times=99)
-    with pytest.raises(TransientProviderError, match=r"no answer within 0\.05s"):
+    server.faults.inject(Fault.stall(60), method="GET", path="/memories", times=99)
+    with pytest.raises(TransientProviderError, match=r"no answer within 2s"):
         list_all(provider)
 
 

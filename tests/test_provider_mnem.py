@@ -8,7 +8,6 @@ on the double only.
 from __future__ import annotations
 
 import gc
-import importlib.util
 import json
 import re
 import subprocess
@@ -35,29 +34,14 @@ from memsync.providers.mnem import (
 from memsync.records import Outgoing, parse_instant
 from tests.contract import ProviderContract, list_all
 from tests.doubles import mnem_double
-
-REAL_SDK_MISSING = (
-    "the real mnem SDK (mnem-agents 0.0.7) is not importable here: PyPI has only a macOS "
-    "wheel and its sdist needs crates.io"
-)
-
-
-def real_sdk() -> ModuleType | None:
-    try:
-        import mnem
-    except ImportError:
-        return None
-    return mnem
+from tests.mnem_sdk import real_sdk
 
 
 @pytest.fixture(params=["double", "real"])
 def sdk(request: pytest.FixtureRequest) -> ModuleType:
     if request.param == "double":
         return mnem_double
-    real = real_sdk()
-    if real is None:
-        pytest.skip(REAL_SDK_MISSING)
-    return real
+    return real_sdk()
 
 
 @pytest.fixture
@@ -431,10 +415,10 @@ def test_open_waits_for_an_agent_that_lets_go_within_the_timeout(
     root = new_store(sdk, tmp_path / "agent")
     held = [sdk.open(root)]
     threading.Timer(0.3, held.clear).start()
-    provider = MnemProvider("mnem", root, sdk=sdk, busy_timeout=5)
+    provider = MnemProvider("mnem", root, sdk=sdk, busy_timeout=60)  # generous: a busy machine
     started = time.monotonic()
     provider.open()
-    assert 0.25 < time.monotonic() - started < 4
+    assert time.monotonic() - started > 0.25 and not held  # it waited for the agent to let go
     provider.close()
 
 
@@ -459,7 +443,7 @@ def test_another_process_holding_the_store_makes_it_busy(tmp_path: Path, sdk: Mo
             MnemProvider("mnem", root, sdk=sdk, busy_timeout=0.2).open()
     finally:
         holder.communicate("", timeout=30)
-    provider = MnemProvider("mnem", root, sdk=sdk, busy_timeout=0.2)
+    provider = MnemProvider("mnem", root, sdk=sdk, busy_timeout=30)
     provider.open()
     provider.close()
 
@@ -562,9 +546,10 @@ scope_key = "support-bot"
 """
 
 
-def test_build_without_the_sdk_says_how_to_install_it(tmp_path: Path) -> None:
-    if importlib.util.find_spec("mnem") is not None:
-        pytest.skip("the mnem SDK is importable here")
+def test_build_without_the_sdk_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "mnem", None)  # `import mnem` fails as if not installed
     config = parse_config(CONFIG.format(path=tmp_path))
     with pytest.raises(ProviderUnavailable, match=r"memsync\[mnem\]"):
         build_provider("mnem", config)
@@ -581,10 +566,6 @@ def test_build_from_the_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 # --- Mem0 -> mnem -> Mem0, through the real Mem0 library -----------------------------------------------
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("memsync.providers.mem0_oss") is None,
-    reason="the mem0-oss provider (src/memsync/providers/mem0_oss.py) is not in this tree yet",
-)
 def test_mem0_to_mnem_to_mem0_loses_nothing(tmp_path: Path, sdk: ModuleType) -> None:
     from tests.mem0_fixtures import open_provider
 

@@ -1,46 +1,69 @@
-"""A seeded API key never appears in anything memsync prints or writes.
+"""A seeded API key never appears in anything memsync prints or writes, under every auth style.
 
-A loopback server plays a hostile Mem0 Platform: it echoes the Authorization header back in
-every error body. Every command's stdout and stderr, --json output, status, exports, backups,
-the staging database and the daemon's log are searched for the key.
+A loopback server plays a hostile provider: it echoes every credential header it receives
+(``X-API-Key``, ``Authorization: Token``, ``Authorization: Bearer``) back in every error
+body. Each HTTP provider type talks to it with the header it really uses, each with a key of
+its own: the Mem0 Platform (Token), a Mem0 server (X-API-Key, and one with Bearer), Hindsight
+(Bearer) and Cognee (X-Api-Key). The test first checks that each key really reached the server
+in its header (so every echo carried a secret), then searches every command's stdout and
+stderr, --json output, status, exports, backups, the staging database and the daemon's log.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
-from tests.conftest import run_memsync, write_config
+from tests.conftest import run_memsync, subprocess_env, write_config
 
-KEY = "m0-SEEDED-SECRET-7f3a9c1e5b"
+# provider name -> (type, auth setting, the key, the header it must arrive in, its prefix)
+PROVIDERS = {
+    "cloud": ("mem0-platform", None, "m0-SEEDED-SECRET-7f3a9c1e5b", "Authorization", "Token "),
+    "server": ("mem0-server", "api-key", "m0sk-SEEDED-SECRET-41d2e", "X-API-Key", ""),
+    "server_bearer": (
+        "mem0-server",
+        "bearer",
+        "m0jwt-SEEDED-SECRET-9ab0",
+        "Authorization",
+        "Bearer ",
+    ),
+    "hindsight": ("hindsight", None, "hs-SEEDED-SECRET-33c7f1", "Authorization", "Bearer "),
+    "cognee": ("cognee", "api-key", "cg-SEEDED-SECRET-c0ffee42", "X-API-Key", ""),
+}
+KEYS = {name: spec[2] for name, spec in PROVIDERS.items()}
+ENV = {f"MEMSYNC_TEST_{name.upper()}_KEY": key for name, key in KEYS.items()}
 
 
 class Echo(BaseHTTPRequestHandler):
     status = 500
+    seen: ClassVar[set[tuple[str, str]]] = set()  # (header, value) pairs that carried a credential
 
     def _answer(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length).decode(errors="replace")
-        echo = json.dumps(
-            {"detail": f"bad request with {self.headers.get('Authorization')}", "body": body}
-        )
+        credentials = {
+            header: self.headers.get(header)
+            for header in ("Authorization", "X-API-Key")
+            if self.headers.get(header)
+        }
+        Echo.seen.update((h.lower(), v) for h, v in credentials.items() if v)
+        echo = json.dumps({"detail": f"bad request with {credentials}", "body": body})
         self.send_response(Echo.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(echo)))
         self.end_headers()
         self.wfile.write(echo.encode())
 
-    do_GET = do_POST = do_PUT = do_DELETE = _answer
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer
 
     def log_message(self, *args: object) -> None:
         pass
@@ -48,6 +71,7 @@ class Echo(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def hostile_server() -> Iterator[str]:
+    Echo.seen = set()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -55,9 +79,23 @@ def hostile_server() -> Iterator[str]:
     server.shutdown()
 
 
+def provider_table(name: str, url: str) -> str:
+    kind, auth, _, _, _ = PROVIDERS[name]
+    lines = [f"[providers.{name}]", f'type = "{kind}"', f'base_url = "{url}"']
+    lines.append(f'api_key_env = "MEMSYNC_TEST_{name.upper()}_KEY"')
+    if auth:
+        lines.append(f'auth = "{auth}"')
+    if kind.startswith("mem0"):
+        lines.append('scope = { user_id = "alice" }')
+    if kind == "hindsight":
+        lines.append('bank = "alice"')
+    if kind == "cognee":
+        lines.append('dataset = "alice"')
+    return "\n".join(lines) + "\n"
+
+
 @pytest.fixture
-def home_with_key(home: Path, hostile_server: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("MEM0_API_KEY", KEY)
+def home_with_key(home: Path, hostile_server: str) -> Path:
     write_config(
         home,
         f"""[sync]
@@ -67,17 +105,8 @@ interval = "1s"
 type = "pmm-dir"
 path = "{home / "notes"}"
 scope_key = "alice"
-[providers.cloud]
-type = "mem0-platform"
-base_url = "{hostile_server}"
-scope = {{ user_id = "alice" }}
-api_key_env = "MEM0_API_KEY"
-[providers.other]
-type = "mem0-server"
-base_url = "{hostile_server}"
-scope = {{ user_id = "alice" }}
-api_key_env = "MEM0_API_KEY"
-""",
+"""
+        + "".join(provider_table(name, hostile_server) for name in PROVIDERS),
     )
     pmm = home / "seed.jsonl"
     pmm.write_text(
@@ -86,6 +115,16 @@ api_key_env = "MEM0_API_KEY"
     )
     assert run_memsync(home, "import", str(pmm), "--into", "notes").returncode == 0
     return home
+
+
+def memsync(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_memsync(home, *args, env_extra=ENV)
+
+
+def assert_each_key_went_in_its_own_header() -> None:
+    """Every provider really sent its key, in the header its service expects."""
+    for name, (_, _, key, header, prefix) in PROVIDERS.items():
+        assert (header.lower(), prefix + key) in Echo.seen, (name, sorted(Echo.seen))
 
 
 def files_under(root: Path) -> Iterator[Path]:
@@ -102,11 +141,11 @@ ALL_COMMANDS = (
     ("status",),
     ("status", "--json"),
     ("export", "--provider", "notes"),
-    ("export", "--provider", "cloud"),
+    *(("export", "--provider", name) for name in PROVIDERS),
     ("backup",),
     ("log", "--json"),
     ("conflicts", "--json"),
-    ("verify", "notes", "cloud", "--json"),
+    *(("verify", "notes", name, "--json") for name in PROVIDERS),
     ("-vv", "sync"),
 )
 # A 500 is retried with backoff (real waits): a few commands show the same code paths.
@@ -123,28 +162,41 @@ def test_the_key_is_in_no_output_and_no_file(
     home = home_with_key
     outputs = []
     for args in commands:
-        result = run_memsync(home, *args)
+        result = memsync(home, *args)
         outputs.append((args, result.stdout + result.stderr))
+    assert_each_key_went_in_its_own_header()
     for args, output in outputs:
-        assert KEY not in output, args
+        for key in KEYS.values():
+            assert key not in output, args
         assert "Traceback" not in output, (args, output[-1500:])
     if status == 401:
-        assert any("MEM0_API_KEY" in output for _, output in outputs)  # the variable is named
+        for variable in ENV:  # the variable is named, never its value
+            assert any(variable in output for _, output in outputs), variable
     for path in files_under(home):
-        assert KEY.encode() not in path.read_bytes(), path
+        data = path.read_bytes()
+        for key in KEYS.values():
+            assert key.encode() not in data, path
 
 
 def test_the_daemon_log_never_shows_the_key(home_with_key: Path) -> None:
     Echo.status = 401
-    env = {**os.environ, "MEMSYNC_HOME": str(home_with_key)}
     daemon = subprocess.Popen(
         [sys.executable, "-m", "memsync", "-vv", "daemon"],
-        env=env,
+        env=subprocess_env(MEMSYNC_HOME=str(home_with_key), **ENV),
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(6)
+    lines: list[str] = []
+    assert daemon.stderr is not None
+    for line in daemon.stderr:  # read until the first cycle's summary, however long it takes
+        lines.append(line)
+        if "sync #1 " in line:
+            break
     daemon.send_signal(signal.SIGTERM)
-    _, log = daemon.communicate(timeout=20)
-    assert daemon.returncode == 0
-    assert "cloud" in log and KEY not in log
+    _, rest = daemon.communicate(timeout=120)
+    log = "".join(lines) + rest
+    assert daemon.returncode == 0, log[-2000:]
+    assert_each_key_went_in_its_own_header()
+    assert "cloud" in log and "hindsight" in log and "cognee" in log
+    for key in KEYS.values():
+        assert key not in log

@@ -23,6 +23,7 @@ from memsync.daemon.unit import (
     render_unit,
     this_installation,
 )
+from tests.conftest import subprocess_env
 
 REPO = Path(__file__).resolve().parent.parent
 SYSTEMCTL_DOUBLE = """#!/bin/sh
@@ -134,7 +135,7 @@ def test_the_shipped_unit_file_is_the_packaged_rendering() -> None:
 
 def memsync(home: Path, tmp_path: Path, *args: str, path: str) -> subprocess.CompletedProcess[str]:
     env = {
-        **os.environ,
+        **subprocess_env(),
         "MEMSYNC_HOME": str(home),
         "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
         "PATH": path,

@@ -9,6 +9,8 @@ again, and proves with `memsync verify` that both hold the same memories.
 
 from __future__ import annotations
 
+import gc
+import hashlib
 import importlib.util
 import logging
 import os
@@ -121,6 +123,42 @@ class Application:
         self.provider.memory.delete(self.find(text))
 
 
+class MnemAgent:
+    """What an agent does to its mnem store: remember and forget with the SDK's helpers."""
+
+    def __init__(self, home: Path) -> None:
+        import mnem
+
+        self.sdk: Any = mnem
+        self.path = home / "stores" / "mnem"
+
+    def __enter__(self) -> MnemAgent:
+        if (self.path / ".mnem").exists():
+            self.store = self.sdk.open(self.path)
+        else:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self.store = self.sdk.init(self.path)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        del self.store  # mnem has no close(): the handle (and the store's lock) goes here
+        gc.collect()
+
+    def add(self, text: str, metadata: dict[str, Any]) -> None:
+        node_id = "note-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+        self.sdk.agents.remember(self.store, node_id, text, source="new-agent")
+
+    def find(self, text: str) -> str:
+        nodes = self.store.working_memory().items()
+        return str(next(node_id for node_id, node in nodes if node.content == text))
+
+    def edit(self, text: str, new_text: str) -> None:
+        self.sdk.agents.remember(self.store, self.find(text), new_text, source="new-agent")
+
+    def delete(self, text: str) -> None:
+        self.sdk.agents.forget(self.store, self.find(text))
+
+
 def main() -> None:
     started = time.monotonic()
     os.environ.setdefault("MEM0_TELEMETRY", "False")
@@ -143,10 +181,9 @@ def main() -> None:
     with Application(home, "old") as old:
         for text, metadata in SEED_OLD:
             old.add(text, metadata)
-    if not use_mnem:
-        with Application(home, "new") as new:
-            for text, metadata in SEED_NEW:
-                new.add(text, metadata)
+    with MnemAgent(home) if use_mnem else Application(home, "new") as new:
+        for text, metadata in SEED_NEW:
+            new.add(text, metadata)
 
     run(home, "check")
     run(home, "sync", "--dry-run")
@@ -160,10 +197,9 @@ def main() -> None:
         old.delete("Uses vim keybindings everywhere")
         old.edit("Prefers tea over coffee", "Prefers green tea over coffee")
     time.sleep(0.05)
-    if not use_mnem:
-        with Application(home, "new") as new:
-            new.edit("Has a cat called Miso", "Has two cats, Miso and Tofu")
-            new.edit("Prefers tea over coffee", "Prefers matcha over coffee")
+    with MnemAgent(home) if use_mnem else Application(home, "new") as new:
+        new.edit("Has a cat called Miso", "Has two cats, Miso and Tofu")
+        new.edit("Prefers tea over coffee", "Prefers matcha over coffee")
 
     run(home, "sync")
     run(home, "verify", "old", "new")

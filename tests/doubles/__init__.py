@@ -5,7 +5,9 @@ async-only): each request runs the app to completion in a fresh event loop, hono
 client's read timeout, so memsync's real request/response code runs without sockets.
 ``Faults`` is an ASGI middleware that makes a double misbehave on demand (429 with
 Retry-After, 5xx, a stall past the timeout, a dropped connection, malformed or truncated JSON)
-and records every request so tests can assert what was sent.
+and records every request so tests can assert what was sent. A fault built with
+``after_acting=True`` lets the double do the work first and then loses or spoils the answer
+(the write happened; the client cannot know).
 """
 
 from __future__ import annotations
@@ -110,23 +112,26 @@ class Fault:
     status: int = 500
     retry_after: str | None = None
     seconds: float = 0.0
+    after_acting: bool = False  # the double does the request's work, then the fault
 
     @classmethod
-    def error(cls, status: int = 500, retry_after: str | None = None) -> Fault:
-        return cls("status", status=status, retry_after=retry_after)
+    def error(
+        cls, status: int = 500, retry_after: str | None = None, *, after_acting: bool = False
+    ) -> Fault:
+        return cls("status", status=status, retry_after=retry_after, after_acting=after_acting)
 
     @classmethod
     def rate_limit(cls, retry_after: str | None = "1") -> Fault:
         return cls("status", status=429, retry_after=retry_after)
 
     @classmethod
-    def stall(cls, seconds: float = 1.0) -> Fault:
+    def stall(cls, seconds: float = 1.0, *, after_acting: bool = False) -> Fault:
         """Answer only after ``seconds``: past the client's timeout, this is a timeout."""
-        return cls("stall", seconds=seconds)
+        return cls("stall", seconds=seconds, after_acting=after_acting)
 
     @classmethod
-    def reset(cls) -> Fault:
-        return cls("reset")
+    def reset(cls, *, after_acting: bool = False) -> Fault:
+        return cls("reset", after_acting=after_acting)
 
     @classmethod
     def malformed(cls) -> Fault:
@@ -156,6 +161,7 @@ class _Plan:
     method: str | None
     path: str | None
     remaining: int
+    match: Callable[[str, str], bool] | None = None
 
 
 @dataclass
@@ -166,10 +172,17 @@ class Faults:
     seen: list[Seen] = field(default_factory=list)
 
     def inject(
-        self, fault: Fault, *, method: str | None = None, path: str | None = None, times: int = 1
+        self,
+        fault: Fault,
+        *,
+        method: str | None = None,
+        path: str | None = None,
+        times: int = 1,
+        match: Callable[[str, str], bool] | None = None,
     ) -> None:
-        """Misbehave on the next ``times`` requests matching method and path prefix."""
-        self.plans.append(_Plan(fault, method, path, times))
+        """Misbehave on the next ``times`` requests matching method, path prefix and
+        ``match(method, path)`` (asked only while the plan has faults left)."""
+        self.plans.append(_Plan(fault, method, path, times, match))
 
     def clear(self) -> None:
         self.plans.clear()
@@ -189,6 +202,8 @@ class Faults:
                 continue
             if plan.path is not None and not path.startswith(plan.path):
                 continue
+            if plan.match is not None and not plan.match(method, path):
+                continue
             plan.remaining -= 1
             return plan.fault
         return None
@@ -202,6 +217,13 @@ class Faults:
             self.seen.append(_seen(scope, body))
             fault = self._take(scope["method"], scope["path"])
             replay = _replay(body)
+            if fault is not None and fault.after_acting:
+                await app(scope, replay, _discard)  # the work is done; its answer is lost
+                replay = _replay(body)
+                if fault.kind == "stall":
+                    await anyio.sleep(fault.seconds)  # the client times out meanwhile
+                    await _respond(send, 200, {"detail": "too late"})
+                    return
             if fault is None:
                 await app(scope, replay, send)
             elif fault.kind == "status":
@@ -217,6 +239,10 @@ class Faults:
                 await _truncated(app, scope, replay, send)
 
         return middleware
+
+
+async def _discard(message: Message) -> None:
+    """An ASGI send that drops the answer."""
 
 
 async def _read_body(receive: Receive) -> bytes:

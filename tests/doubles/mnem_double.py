@@ -1,9 +1,11 @@
 """A TEST DOUBLE of the mnem 0.0.7 Python SDK (package ``mnem-agents``, module ``mnem``).
 
-This is not mnem. The real SDK cannot be installed here (PyPI has only a macOS wheel; the
-sdist needs crates.io), so memsync's tests run against this stand-in, written from the
-0.0.7 sdist (``python/mnem/_sdk.py``, ``agents.py``, ``crates/mnem-py/src/lib.rs``,
-``crates/mnem-store/src/*.rs``). Use the module as you would ``mnem``: ``init``/``open``,
+This is not mnem. The real SDK is built for the tests by `make mnem-sdk` (see
+../shared/mnem-sdk); this stand-in, written from the 0.0.7 sdist (``python/mnem/_sdk.py``,
+``agents.py``, ``crates/mnem-py/src/lib.rs``, ``crates/mnem-store/src/*.rs``), serves where
+work is counted (the benches, the double-only provider tests) or a storage failure is
+injected. tests/test_mnem_differential.py runs one script of calls on both and requires the
+same answers, errors and their messages included. Use the module as you would ``mnem``: ``init``/``open``,
 ``Store``, the dataclasses, the exception names, and ``agents.remember/remember_many/forget``.
 
 What it keeps from the real thing, because memsync depends on it:
@@ -220,8 +222,36 @@ def _object_id(kind: str, body: str) -> str:
     return hashlib.sha256(f"{kind}\0{body}".encode()).hexdigest()
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+def _json_text(content: Any) -> str:
+    """``content`` as JSON text, or the ValueError serde_json raises for NaN and infinities.
+
+    The SDK encodes with Python's json (which writes NaN, Infinity, -Infinity) and its Rust
+    core parses that text with serde_json, which refuses them at their column.
+    """
+    text = json.dumps(content)
+    at = _bare_constant(text)
+    if at is not None:
+        kind = "invalid number" if text[at - 1 : at] == "-" else "expected value"
+        raise ValueError(f"content is not valid JSON: {kind} at line 1 column {at + 1}")
+    return text
+
+
+def _bare_constant(text: str) -> int | None:
+    """Index of the first NaN/Infinity outside a JSON string, if any."""
+    in_string = escaped = False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "NI":
+            return index
+    return None
 
 
 def _serde_numbers(value: Any) -> Any:
@@ -238,23 +268,26 @@ def _serde_numbers(value: Any) -> Any:
 
 
 def _check_str(name: str, value: Any, optional: bool = True) -> None:
+    """The SDK's own check (its Python layer), before anything reaches the Rust core."""
     if value is None and optional:
         return
     if not isinstance(value, str):
-        raise TypeError(
-            f"argument '{name}': '{type(value).__name__}' object cannot be converted to 'PyString'"
-        )
+        raise TypeError(f"'{type(value).__name__}' object is not an instance of 'str'")
 
 
 def _check_i64(name: str, value: Any) -> None:
     if value is None:
         return
     if not isinstance(value, int):
-        raise TypeError(
-            f"argument '{name}': '{type(value).__name__}' object cannot be interpreted as an integer"
-        )
+        raise TypeError(f"'{type(value).__name__}' object cannot be interpreted as an integer")
     if not _I64[0] <= value <= _I64[1]:
-        raise OverflowError(f"argument '{name}': Python int too large to convert to C long")
+        raise OverflowError("Python int too large to convert to C long")
+
+
+def _check_usize(name: str, value: Any) -> None:
+    _check_i64(name, value)
+    if value is not None and value < 0:
+        raise OverflowError("can't convert negative int to unsigned")
 
 
 def _find_store_dir(start: str) -> Path | None:
@@ -627,15 +660,13 @@ class Store:
         event_time: int | None = None,
     ) -> str:
         p = provenance or Provenance()
-        text = json.dumps(content)
+        text = _json_text(content)
         _check_str("id", id, optional=False)
+        _check_str("content_kind", content_kind, optional=False)
         for name in ("agent_step", "observation", "tool_call", "source", "note"):
             _check_str(name, getattr(p, name))
         _check_i64("event_time", event_time)
-        try:
-            value = json.loads(text, parse_constant=_reject_constant)
-        except ValueError as exc:
-            raise ValueError(f"content is not valid JSON: {exc}") from None
+        value = json.loads(text)
         if content_kind not in ("note", "claim"):
             raise ValueError(
                 f'content_kind must be "note" or "claim", got {json.dumps(content_kind)}'
@@ -668,21 +699,26 @@ class Store:
         return self._inner.staged()
 
     def unstage(self, node_id: str) -> bool:
+        _check_str("id", node_id, optional=False)
         return self._inner.unstage(node_id)
 
     def commit(self, message: str, *, author: str | None = None, time_ms: int | None = None) -> str:
+        _check_str("message", message, optional=False)
+        _check_str("author", author)
         _check_i64("time_ms", time_ms)
         return self._inner.commit(
             message, _resolve_author(author), _now_ms() if time_ms is None else time_ms
         )
 
     def rm(self, node_id: str) -> None:
+        _check_str("id", node_id, optional=False)
         self._inner.rm(node_id)
 
     def staged_deletions(self) -> list[str]:
         return self._inner.tombstones()
 
     def log(self, *, first_parent: bool = False, limit: int | None = None) -> list[Commit]:
+        _check_usize("limit", limit)
         start = self._inner.head_commit()
         if start is None:
             return []
@@ -729,7 +765,9 @@ class Store:
             raise InvalidRefError(f"invalid ref: branch {json.dumps(name)} already exists")
         tip = self._inner.resolve(start) if start is not None else self._inner.head_commit()
         if tip is None:
-            raise InvalidRefError("invalid ref: HEAD has no commit to branch from")
+            raise InvalidRefError(
+                "invalid ref: cannot create a branch: HEAD does not point at a commit yet"
+            )
         self._inner._write(
             lambda: self._inner.db.execute(
                 "INSERT INTO refs (name, commit_id) VALUES (?, ?)", (name, tip)
@@ -767,6 +805,7 @@ class Store:
         return {node_id: self._inner.node(nodes[node_id]) for node_id in sorted(nodes)}
 
     def working_node(self, node_id: str) -> MemoryNode | None:
+        _check_str("id", node_id, optional=False)
         for sid, object_id in self._inner.staged():
             if sid == node_id:
                 return self._inner.node(object_id)

@@ -2,7 +2,7 @@
 # Install real Hindsight and Cognee servers into .integration/ (pip only) and start them
 # offline, for `make integration`. Prints the MEMSYNC_IT_* variables the tests read.
 #
-#   tests/integration/start_servers.sh [install|start|hindsight|cognee|stop]
+#   tests/integration/start_servers.sh [install|install-hindsight|install-cognee|start|hindsight|cognee|stop]
 #   (default: install, then start both; "hindsight"/"cognee" start one that is installed)
 #
 # Hindsight: hindsight-api-slim[embedded-db] (the server without torch; the embedded
@@ -179,10 +179,12 @@ start() {
 
 case "${1:-all}" in
     install) install ;;
+    install-hindsight) install_venv hindsight "$(service_python)" "$HINDSIGHT_SPEC" ;;
+    install-cognee) install_venv cognee "$PY" "$COGNEE_SPEC" ;;
     start) start ;;
     hindsight) start_embeddings && start_hindsight && echo "export MEMSYNC_IT_HINDSIGHT_URL=http://127.0.0.1:$HS_PORT" ;;
     cognee) start_embeddings && start_cognee && echo "export MEMSYNC_IT_COGNEE_URL=http://127.0.0.1:$COGNEE_PORT" ;;
     stop) stop ;;
     all) install && start ;;
-    *) echo "usage: $0 [install|start|hindsight|cognee|stop]" >&2; exit 2 ;;
+    *) echo "usage: $0 [install|install-hindsight|install-cognee|start|hindsight|cognee|stop]" >&2; exit 2 ;;
 esac

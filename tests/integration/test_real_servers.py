@@ -13,7 +13,6 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from memsync.providers.base import Provider
@@ -24,31 +23,24 @@ from tests.contract import ProviderContract, item, list_all
 pytestmark = pytest.mark.integration
 
 
-def _reachable(variable: str, probe: str) -> str | None:
-    """The server's URL, or None; the skip reason says which variable and why."""
-    url = os.environ.get(variable)
-    if not url:
-        return None
-    try:
-        httpx.get(url.rstrip("/") + probe, timeout=5.0)
-    except httpx.HTTPError:
-        return None
-    return url.rstrip("/")
+def _server(name: str) -> tuple[str | None, str]:
+    """The URL `make integration` started the server at (no probe: a started server that
+    stops answering must fail the tests, not skip them), or None and the reason to skip."""
+    url = os.environ.get(f"MEMSYNC_IT_{name.upper()}_URL")
+    if url:
+        return url.rstrip("/"), ""
+    reason = os.environ.get(f"MEMSYNC_IT_{name.upper()}_SKIP") or (
+        f"no {name} server: run `make integration`, or set MEMSYNC_IT_{name.upper()}_URL "
+        "to a running one"
+    )
+    return None, reason
 
 
-HINDSIGHT_URL = _reachable("MEMSYNC_IT_HINDSIGHT_URL", "/health")
-COGNEE_URL = _reachable("MEMSYNC_IT_COGNEE_URL", "/health")
+HINDSIGHT_URL, _HINDSIGHT_SKIP = _server("hindsight")
+COGNEE_URL, _COGNEE_SKIP = _server("cognee")
 
-needs_hindsight = pytest.mark.skipif(
-    HINDSIGHT_URL is None,
-    reason="no Hindsight server: set MEMSYNC_IT_HINDSIGHT_URL to a running one "
-    "(tests/integration/start_servers.sh starts it)",
-)
-needs_cognee = pytest.mark.skipif(
-    COGNEE_URL is None,
-    reason="no Cognee server: set MEMSYNC_IT_COGNEE_URL to a running one "
-    "(tests/integration/start_servers.sh starts it)",
-)
+needs_hindsight = pytest.mark.skipif(HINDSIGHT_URL is None, reason=_HINDSIGHT_SKIP)
+needs_cognee = pytest.mark.skipif(COGNEE_URL is None, reason=_COGNEE_SKIP)
 
 
 @needs_hindsight

@@ -6,7 +6,8 @@ The engine's public entry is ``run_cycle``. Its steps, each safe to interrupt:
 2. find the **dirty** memories by comparing mirror, bases and agreed versions in SQL (state,
    not events: a crash or a dry run never makes a change invisible to the next cycle);
 3. **plan** each dirty memory with the pure ``plan.plan_link`` and record the decision;
-4. **replay** the actions through the outbox, recording each outcome before the next.
+4. **replay** the actions through the outbox, recording each outcome before the next;
+   targets in a fixed order: the active backend, the other providers, backups last.
 
 At-least-once replay plus origin markers make it effectively once: a write whose outcome was
 lost in a crash shows up in the next mirror under its origin and is recognised, not redone.
@@ -657,7 +658,7 @@ class Engine:
                 (run_id,),
             )
         ]
-        for target in targets:
+        for target in sorted(targets, key=self._replay_rank):
             if target in topology.unavailable or target not in self.providers:
                 continue
             if options.stop is not None and options.stop.is_set():
@@ -666,6 +667,16 @@ class Engine:
             started = time.monotonic()
             self._replay_into(run_id, self.providers[target], report, options)
             report.providers[target].seconds += time.monotonic() - started
+
+    def _replay_rank(self, name: str) -> tuple[int, int]:
+        """Replay order: the active backend first (agents read it, so it is current soonest),
+        then the other two-way and pull providers, push-only backups last (a backup copies
+        what the others hold); config order within each group. Never by name."""
+        order = list(self.providers)
+        group = 0 if name == self.topology.active else 1
+        if self.topology.directions.get(name) == "push":
+            group = 2
+        return group, order.index(name) if name in order else len(order)
 
     def _replay_into(
         self, run_id: int, provider: Provider, report: CycleReport, options: SyncOptions
@@ -741,6 +752,7 @@ class Engine:
         """The writes for a batch of outbox rows, their content read from the mirror at once."""
         wanted: dict[tuple[str, str], list[Any]] = defaultdict(list)
         ops: dict[str, WriteOp] = {}
+        copies: set[str] = set()  # keep-both copies (a link of their own, from another's)
         for row in rows:
             key = str(row["id"])
             if row["kind"] == "delete":
@@ -749,8 +761,11 @@ class Engine:
             payload = json.loads(row["payload"] or "{}")
             source_link = payload.get("source_link") or row["link_id"]
             wanted[(payload.get("source") or "", source_link)].append(row)
-        links = sorted({link for _, link in wanted})
+            if source_link != row["link_id"]:
+                copies.add(row["link_id"])
+        links = sorted({link for _, link in wanted} | copies)
         sources: dict[tuple[str, str], Record] = {}
+        made: dict[str, Record] = {}  # a copy already written into some provider
         for start in range(0, len(links), PLAN_CHUNK):
             chunk = links[start : start + PLAN_CHUNK]
             marks = ",".join("?" * len(chunk))
@@ -762,11 +777,15 @@ class Engine:
                 sources.setdefault(
                     (source_row["provider"], source_row["link_id"]), row_record(source_row)
                 )
+                if source_row["link_id"] in copies:
+                    made.setdefault(source_row["link_id"], row_record(source_row))
         for (source, source_link), source_rows in wanted.items():
-            record = sources.get((source, source_link))
-            if record is None:
-                continue  # the source changed under us: the next plan decides again
             for row in source_rows:
+                # A keep-both copy made in an earlier target is the losing version itself;
+                # the source's record may since hold the winner (replayed into it first).
+                record = made.get(row["link_id"]) or sources.get((source, source_link))
+                if record is None:
+                    continue  # the source changed under us: the next plan decides again
                 key = str(row["id"])
                 item = Outgoing.from_record(record, origin=row["link_id"])
                 ops[key] = WriteOp(row["kind"], key, item=item, provider_id=row["provider_id"])

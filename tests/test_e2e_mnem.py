@@ -1,0 +1,217 @@
+"""End to end on the real mnem SDK, through the CLI: Mem0 → mnem → Mem0, and a daemon cycle.
+
+A real Mem0 OSS store (mem0ai offline) holds 1,200 memories; the real mnem SDK (built by
+`make mnem-sdk`, with its storage stand-in) is the active backend. The cutover syncs them
+into mnem, both sides edit (Mem0 with the library, mnem as an agent does with
+``mnem.agents``), a second cycle carries the edits, and `memsync verify` judges. Then a fresh
+Mem0 store is added and filled from mnem, and verified against mnem and the original: the
+memories went Mem0 → mnem → Mem0 with nothing lost, doubled or changed.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from memsync.cli import main
+from tests.conftest import subprocess_env, write_config
+from tests.mem0_fixtures import DIMS, mem0_payload
+from tests.mnem_sdk import real_sdk
+from tests.test_e2e_mem0 import App, ids_by_text, mem0_table
+
+N = 1200
+
+
+@pytest.fixture(scope="module")
+def mnem() -> ModuleType:
+    return real_sdk()
+
+
+def configure(home: Path, *mem0_stores: str) -> None:
+    write_config(
+        home,
+        '[sync]\nactive = "agent"\nconflict = "newest"\nmax_delete_count = 5000\n'
+        + "".join(mem0_table(name, home / "stores") for name in mem0_stores)
+        + f'\n[providers.agent]\ntype = "mnem"\npath = "{home / "agent"}"\n',
+    )
+
+
+class Agent:
+    """An agent holding the mnem store with the real SDK, as long as the `with` lasts."""
+
+    def __init__(self, sdk: ModuleType, root: Path) -> None:
+        self.sdk, self.root = sdk, root
+
+    def __enter__(self) -> Agent:
+        self.store: Any = self.sdk.open(self.root)
+        return self  # not the store: a caller's variable would keep the lock alive
+
+    def __exit__(self, *exc: object) -> None:
+        del self.store  # mnem has no close(): the lock goes with the handle
+        gc.collect()
+
+
+def node_ids_by_text(store: Any) -> dict[str, str]:
+    found = {}
+    for node_id, node in store.working_memory().items():
+        if isinstance(node.content, str):
+            found[node.content] = node_id
+    return found
+
+
+def mem0_items(home: Path, name: str) -> dict[str, dict[str, Any]]:
+    with App(home, name) as memory:
+        items = memory.get_all(filters={"user_id": "alice"}, top_k=100_000)["results"]
+    return {item["memory"]: item for item in items}
+
+
+def users_metadata(item: dict[str, Any]) -> dict[str, Any]:
+    """The metadata without memsync's origin marker (which only the copies carry)."""
+    return {k: v for k, v in (item.get("metadata") or {}).items() if k != "memsync_origin"}
+
+
+def memsync(home: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str]:
+    monkeypatch.setenv("MEMSYNC_HOME", str(home))
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def cutover(tmp_path_factory: pytest.TempPathFactory, mnem: ModuleType) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("e2e-mnem")
+    (home / "config").mkdir()
+    configure(home, "old")
+    mnem.init(home / "agent")
+    gc.collect()
+    with App(home, "old") as memory:
+        memory.vector_store.insert(
+            vectors=[[float(i % 7 + 1)] + [0.0] * (DIMS - 1) for i in range(N)],
+            payloads=[
+                mem0_payload(f"memory number {i}", user_id="alice", metadata_n=i) for i in range(N)
+            ],
+            ids=[str(uuid.uuid4()) for _ in range(N)],
+        )
+    yield home
+
+
+def test_mem0_to_mnem_to_mem0_with_edits_on_both_sides(
+    cutover: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = cutover
+    code, out = memsync(home, monkeypatch, "sync", "--json")
+    report = json.loads(out)
+    assert code == 0, out
+    assert report["providers"]["old"]["added"] == N and report["replayed"]["create"] == N
+    code, out = memsync(home, monkeypatch, "verify", "old", "agent")
+    assert code == 0 and f"old: {N} memories, agent: {N} memories" in out, out
+    with Agent(mnem, home / "agent") as agent:
+        assert len(agent.store.working_memory()) == N
+        assert agent.store.log(limit=1)[0].author == "memsync"  # one commit per batch, by memsync
+
+    # Both sides change: Mem0 through the library, mnem as an agent (its own commit).
+    with App(home, "old") as memory:
+        ids = ids_by_text(memory)
+        memory.update(ids["memory number 1"], "memory number 1, edited in Mem0")
+        memory.delete(ids["memory number 2"])
+        memory.update(ids["memory number 7"], "memory number 7, Mem0's edit")
+        memory.add("added in Mem0", user_id="alice", infer=False)
+    with Agent(mnem, home / "agent") as agent:
+        nodes = node_ids_by_text(agent.store)
+        mnem.agents.remember(
+            agent.store, nodes["memory number 3"], "memory number 3, edited in mnem"
+        )
+        mnem.agents.remember(agent.store, nodes["memory number 7"], "memory number 7, mnem's edit")
+        mnem.agents.forget(agent.store, nodes["memory number 4"])
+        mnem.agents.remember(agent.store, "agent-note-1", "added in mnem", source="agent-3")
+    code, out = memsync(home, monkeypatch, "sync", "--json")
+    report = json.loads(out)
+    assert code == 0, out
+    assert [c["state"] for c in report["conflicts"]] == ["resolved"]  # memory 7, both edited
+    code, out = memsync(home, monkeypatch, "verify", "old", "agent", "--json")
+    assert code == 0 and json.loads(out)["count"] == {"old": N, "agent": N}, out
+    with Agent(mnem, home / "agent") as agent:
+        texts = set(node_ids_by_text(agent.store))
+    assert {
+        "memory number 1, edited in Mem0",
+        "memory number 3, edited in mnem",
+        "added in Mem0",
+        "added in mnem",
+    } <= texts
+    assert not {"memory number 2", "memory number 4", "memory number 1"} & texts
+    assert len({"memory number 7, Mem0's edit", "memory number 7, mnem's edit"} & texts) == 1
+
+    # mnem → a fresh Mem0 store: everything comes out of mnem once, metadata included.
+    configure(home, "old", "later")
+    code, out = memsync(home, monkeypatch, "sync", "--json")
+    assert code == 0 and json.loads(out)["replayed"]["create"] == N, out
+    for pair in (("agent", "later"), ("old", "later")):
+        code, out = memsync(home, monkeypatch, "verify", *pair, "--json")
+        assert code == 0, (pair, out)
+    came_back, original = mem0_items(home, "later"), mem0_items(home, "old")
+    assert len(came_back) == N and came_back.keys() == original.keys()
+    for text in ("memory number 10", "added in mnem", "memory number 3, edited in mnem"):
+        for field in ("actor_id", "role"):
+            assert came_back[text].get(field) == original[text].get(field), (text, field)
+        assert users_metadata(came_back[text]) == users_metadata(original[text]), text
+    for text in ("memory number 10", "memory number 1, edited in Mem0"):  # dated by Mem0
+        assert came_back[text]["created_at"] == original[text]["created_at"], text
+    code, out = memsync(home, monkeypatch, "sync", "--json")
+    assert code == 0 and json.loads(out)["actions_total"] == 0, out  # quiet: nothing echoes
+
+
+def test_a_daemon_cycle_syncs_a_real_mnem_store(
+    home: Path, mnem: ModuleType, tmp_path: Path
+) -> None:
+    from tests.test_daemon import DaemonProcess, add_memories, contents
+
+    write_config(
+        home,
+        f'[sync]\nactive = "agent"\ninterval = "1h"\n[backup]\ninterval = "1h"\n'
+        f'[providers.agent]\ntype = "mnem"\npath = "{home / "agent"}"\n'
+        f'[providers.notes]\ntype = "pmm-dir"\npath = "{home / "notes"}"\nscope_key = "alice"\n',
+    )
+    with _fresh(mnem, home) as agent:
+        mnem.agents.remember(agent.store, "plan", "on the Enterprise plan", source="ticket")
+    add_memories(home, ("m1", "likes green tea"))
+    daemon = DaemonProcess(home)
+    try:
+        line = daemon.wait_for_line("sync #1 ", timeout=120)
+        assert " ok in " in line, daemon.lines
+        assert daemon.stop()[0] == 0
+    finally:
+        daemon.kill()
+    assert contents(home / "notes") == {"likes green tea", "on the Enterprise plan"}
+    with Agent(mnem, home / "agent") as agent:
+        assert set(node_ids_by_text(agent.store)) == {"likes green tea", "on the Enterprise plan"}
+
+
+def _fresh(mnem: ModuleType, home: Path) -> Agent:
+    mnem.init(home / "agent")
+    gc.collect()
+    return Agent(mnem, home / "agent")
+
+
+def test_make_demo_shows_mem0_to_mnem(mnem: ModuleType, tmp_path: Path) -> None:
+    """`make demo` (python -m memsync.demo) takes mnem as the new side when the SDK imports."""
+    demo = subprocess.run(
+        [sys.executable, "-m", "memsync.demo"],
+        env=subprocess_env(TMPDIR=str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+    assert "new = a mnem store" in demo.stdout
+    assert "new [mnem] (active): reachable" in demo.stdout
+    assert demo.stdout.count("reconciled: both hold the same memories") == 2
+    assert "Speaks Portuguese and English" in demo.stdout  # written by the mnem agent
