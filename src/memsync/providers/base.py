@@ -21,7 +21,7 @@ from memsync.records import Outgoing, Record, Skipped
 
 def require_content(provider: str, item: Outgoing) -> None:
     """memsync never writes an empty memory (ADR-0024): refuse before any call is made."""
-    if not item.content:
+    if item.is_blank:
         raise ProviderError(
             f"{provider}: refusing to write a memory with empty content (origin {item.origin})"
         )
@@ -39,6 +39,15 @@ class Capabilities:
     timestamps: bool = True  # keeps a memory's created_at
     multi_scope: bool = False  # holds several scope_keys at once (pmm-dir)
     metadata_values: Literal["json", "strings"] = "json"  # what metadata values survive natively
+    # What the store does to text on write: "exact" keeps every byte; "strip" drops
+    # surrounding whitespace. Either way the fingerprint is unchanged (it is taken over the
+    # stripped NFC text), so an altering store never looks edited and is never rewritten.
+    text_on_write: Literal["exact", "strip"] = "exact"
+
+
+def stored_text(capabilities: Capabilities, text: str) -> str:
+    """The text a provider holds after memsync writes ``text`` to it (its declared alteration)."""
+    return text.strip() if capabilities.text_on_write == "strip" else text
 
 
 @dataclass

@@ -31,7 +31,7 @@ from memsync.config import Config, HindsightConfig
 from memsync.errors import InvalidResponse, NotFound, ProviderError
 from memsync.providers.base import Capabilities, Listing, Page, require_content
 from memsync.providers.http import HttpProvider, RetryPolicy, expect_list, expect_object
-from memsync.records import ORIGIN_KEY, Outgoing, Record, Skipped, parse_instant
+from memsync.records import ORIGIN_KEY, Outgoing, Record, Skipped, is_blank, parse_instant
 from memsync.secrets import Secret, resolve_secret
 
 API = "/v1/default"
@@ -102,8 +102,7 @@ def record_from_units(
     units = sorted(units, key=_unit_order)
     if text is None:
         text = "\n".join(str(u.get("text") or "") for u in units)
-    text = text.strip()
-    if not text:
+    if is_blank(text):
         return Skipped(record_id, EMPTY_REASON)
     raw = dict(units[0].get("metadata") or {})
     origin = raw.pop(ORIGIN_KEY, None)

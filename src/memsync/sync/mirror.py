@@ -73,7 +73,7 @@ def journal_row(
 ) -> tuple[Any, ...]:
     """A row of the change journal; a removal carries no content."""
     if record is None:
-        return (run_id, utc_now_iso(), provider, provider_id, link_id, kind) + (None,) * 10
+        return (run_id, utc_now_iso(), provider, provider_id, link_id, kind) + (None,) * 11
     return (
         run_id,
         utc_now_iso(),
@@ -91,13 +91,14 @@ def journal_row(
         record.fingerprint,
         record.content_hash,
         record.origin,
+        record.expiration_date,
     )
 
 
 INSERT_JOURNAL = (
     "INSERT INTO changes (run_id, at, provider, provider_id, link_id, kind, content, metadata, "
-    "scope_key, created_at, updated_at, version, provenance, fingerprint, content_hash, origin) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "scope_key, created_at, updated_at, version, provenance, fingerprint, content_hash, origin, "
+    "expiration_date) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -172,10 +173,10 @@ class Mirror:
 
     def _stage_page(self, records: list[Record], skipped: list[Skipped]) -> None:
         name = self.provider.name
-        empty = [r for r in records if not r.content]
+        empty = [r for r in records if r.is_blank]
         if empty:  # never carried, whatever the provider did: memsync writes no empty memory
             skipped = [*skipped, *(Skipped(r.id, "empty content") for r in empty)]
-            records = [r for r in records if r.content]
+            records = [r for r in records if not r.is_blank]
         with self.store.transaction() as conn:
             fresh = self._first_sightings(conn, records)
             existing = self._existing(conn, [r.id for r in fresh])
@@ -198,7 +199,11 @@ class Mirror:
                     # common case of a quiet cycle), and no churn on a fingerprint quirk.
                     continue
                 if record.fingerprint == fingerprint:
-                    tokens.append((record.version, record.updated_at, name, record.id))
+                    # No edit (a new token, or a spelling variant of the same text): keep the
+                    # provider's exact bytes and token, journal nothing, write nowhere.
+                    tokens.append(
+                        (record.version, record.updated_at, record.content, name, record.id)
+                    )
                     continue
                 upserts.append(record_row(name, link_id, record, self.run_id))
                 journal.append(
@@ -208,7 +213,7 @@ class Mirror:
             self.store.upsert_records(upserts)
             if tokens:
                 conn.executemany(
-                    "UPDATE records SET version = ?, updated_at = ? "
+                    "UPDATE records SET version = ?, updated_at = ?, content = ? "
                     "WHERE provider = ? AND provider_id = ?",
                     tokens,
                 )
