@@ -308,6 +308,7 @@ def test_the_key_goes_as_x_api_key_and_never_into_errors() -> None:
     with pytest.raises(AuthError) as raised:
         list_all(bad)
     assert "$COGNEE_KEY" in str(raised.value) and "wrong-key" not in str(raised.value)
+    assert "HTTP 401: Unauthorized" in str(raised.value)  # the server's own reason
 
 
 def test_a_login_token_can_go_as_bearer() -> None:

@@ -339,6 +339,7 @@ def test_a_refused_key_names_its_variable_and_never_the_key(
         with pytest.raises(AuthError) as caught:
             attempt()
         assert "$MEM0_API_KEY" in str(caught.value) and wrong not in str(caught.value)
+        assert "Invalid API key" in str(caught.value)  # the Platform's own reason is kept
     assert wrong not in caplog.text and wrong not in repr(provider)
     assert len(platform.faults.requests()) == 2  # refused keys are not retried
 
