@@ -133,18 +133,14 @@ def test_a_staging_database_from_before_upgrades_without_changes_or_writes(
 
     config = parse_config(_pmm_config(notes_dir, backup_dir))
     with StagingStore.open(db) as store:
-        report = Engine(config, store, {"notes": notes, "backup": backup}).run_cycle(
-            SyncOptions()
-        )
+        report = Engine(config, store, {"notes": notes, "backup": backup}).run_cycle(SyncOptions())
         assert report.exit_code == 0
         assert {n: o.mirror.changed for n, o in report.providers.items() if o.mirror} == {
             "notes": 0,
             "backup": 0,
         }
         assert report.planned_total == 0
-        new_changes = store.conn.execute(
-            "SELECT COUNT(*) FROM changes"
-        ).fetchone()[0]
+        new_changes = store.conn.execute("SELECT COUNT(*) FROM changes").fetchone()[0]
         assert new_changes == changes_before
         exact = {r.id: r.content for r in store.iter_records("notes")}
     assert exact == {f"pmm:{k}": v for k, v in texts.items()}

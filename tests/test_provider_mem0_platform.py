@@ -121,7 +121,7 @@ def test_requests_have_the_shapes_memoryclient_sends(platform: Mem0PlatformDoubl
     assert add.query == {"org_id": ["org_1"], "project_id": ["proj_1"]}
     listed = [s for s in platform.faults.requests("POST") if s.path == "/v3/memories/"]
     assert listed[0].query["page"] == ["1"] and listed[0].query["page_size"] == ["25"]
-    assert listed[0].body == {"filters": {"user_id": "alice"}}
+    assert listed[0].body == {"filters": {"user_id": "alice"}, "show_expired": True}
     assert platform.extraction_requests == 0
 
 

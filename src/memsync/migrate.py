@@ -331,7 +331,11 @@ class Mem0Source(Provider):
         return list(unique.values())
 
     def _client_page(self, page: int) -> Any:
-        return self.mem0.get_all(filters=dict(self.filters), page=page, page_size=CLIENT_PAGE_SIZE)
+        # show_expired: an expired memory still exists; it is imported with its date (and a
+        # store without expiry tombstones it), never silently left behind.
+        return self.mem0.get_all(
+            filters=dict(self.filters), page=page, page_size=CLIENT_PAGE_SIZE, show_expired=True
+        )
 
     def _call(self, call: Callable[[], Any]) -> Any:
         error: ProviderError

@@ -69,6 +69,8 @@ def record_to_pmm(record: Record) -> dict[str, Any]:
         own["origin"] = record.origin
     if record.provenance:
         own["provenance"] = record.provenance
+    if record.expiration_date:
+        own["expiration_date"] = record.expiration_date  # a backup keeps expired memories too
     metadata = dict(record.metadata)
     if own:
         metadata[MEMSYNC_KEY] = own
@@ -125,6 +127,7 @@ def record_from_pmm(raw: Any, location: str, max_content_bytes: int) -> Record:
         version=_str_or_none(own.get("version")),
         provenance=provenance if isinstance(provenance, dict) else {},
         origin=_str_or_none(own.get("origin")),
+        expiration_date=_str_or_none(own.get("expiration_date")),
     )
 
 

@@ -71,6 +71,10 @@ class Listing(ABC):
     removed: list[str]  # ids the provider says were deleted (incremental sources only)
     cursor: str | None = None  # where the next incremental listing starts; commit after staging
     partial_reason: str | None = None  # why complete is False, for status
+    # True when the listing may leave out memories that still exist (expired ones a server
+    # cannot be asked to show): the mirror confirms a missing memory with get() before it
+    # infers a delete.
+    hides_expired: bool = False
 
     def __init__(self) -> None:
         self.removed = []

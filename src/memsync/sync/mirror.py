@@ -5,6 +5,11 @@ changed only when its fingerprint *and* its version token changed (a flaky token
 edit). Removals are inferred only from a complete full listing (or named by an incremental
 one) and only past the safety gates: a provider that had memories and now lists none, or that
 would lose more than ``max_delete``, is refused, not emptied.
+
+Hidden is not deleted: a memory missing from a listing whose staged expiration date has passed
+is kept (the provider hides it, or memsync itself tombstoned it), and when a listing says it
+may hide expired memories (``hides_expired``), a missing one is confirmed with a point read
+before any delete is inferred.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 
 from memsync.faults import fault_point
 from memsync.providers.base import Listing, Provider
-from memsync.records import Record, Skipped, utc_now_iso
+from memsync.records import Record, Skipped, is_expired, utc_now_iso
 from memsync.staging.store import StagingStore, dumps, record_row
 
 _CHUNK = 500  # sqlite's bound-parameter limit is 999 on old builds: stay well under
@@ -162,6 +167,7 @@ class Mirror:
             result.partial_reason = listing.partial_reason
             if not listing.complete and result.partial_reason is None:
                 result.partial_reason = "the listing did not finish"
+        self._confirm_missing(listing)  # point reads: before the removals transaction
         with self.store.transaction():
             self._removals(listing, before)
             if listing.complete:
@@ -264,6 +270,27 @@ class Mirror:
 
     # removals -----------------------------------------------------------------------------
 
+    def _missing(self) -> list[Any]:
+        """Staged records this full listing did not return."""
+        return self.conn.execute(
+            "SELECT provider_id, link_id, expiration_date FROM records WHERE provider = ? "
+            "AND provider_id NOT IN (SELECT provider_id FROM temp.seen)",
+            (self.provider.name,),
+        ).fetchall()
+
+    def _confirm_missing(self, listing: Listing) -> None:
+        """Read each missing memory by id when the listing may hide expired ones: what is
+        found is staged as listed (with its date), so only a memory really gone is removed."""
+        if not listing.hides_expired or listing.mode != "full" or not listing.complete:
+            return
+        found = [
+            record
+            for row in self._missing()
+            if not is_expired(row[2]) and (record := self.provider.get(row[0])) is not None
+        ]
+        if found:
+            self._stage_page(found, [])
+
     def _removals(self, listing: Listing, before: int) -> None:
         name = self.provider.name
         conn = self.conn
@@ -274,17 +301,16 @@ class Mirror:
         else:
             if not listing.complete:
                 return
-            if self.result.listed == 0 and before > 0 and not self.limits.force:
-                self.result.refused = (
-                    f"listed no memories but held {before} before; nothing deleted "
-                    "(if this is right, run `memsync sync --force-delete`)"
-                )
-                return
-            gone = conn.execute(
-                "SELECT provider_id, link_id FROM records WHERE provider = ? "
-                "AND provider_id NOT IN (SELECT provider_id FROM temp.seen)",
-                (name,),
-            ).fetchall()
+            gone = self._missing()
+        # Expired: hidden by the provider or tombstoned by memsync, still held, so nothing to
+        # delete anywhere.
+        gone = [row for row in gone if not is_expired(row[2])]
+        if listing.mode == "full" and gone and self.result.listed == 0 and not self.limits.force:
+            self.result.refused = (
+                f"listed no memories but held {before} before; nothing deleted "
+                "(if this is right, run `memsync sync --force-delete`)"
+            )
+            return
         if self.limits.exceeded(len(gone), before):
             self.result.refused = (
                 f"would delete {len(gone)} of {before} memories, over max_delete "
@@ -310,7 +336,7 @@ class Mirror:
             marks = ",".join("?" * len(chunk))
             rows.extend(
                 self.conn.execute(
-                    "SELECT provider_id, link_id FROM records "
+                    "SELECT provider_id, link_id, expiration_date FROM records "
                     f"WHERE provider = ? AND provider_id IN ({marks})",
                     (self.provider.name, *chunk),
                 ).fetchall()
