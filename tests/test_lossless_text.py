@@ -12,13 +12,12 @@ import sqlite3
 import unicodedata
 from pathlib import Path
 
-from tests.engine_helpers import World
-
 from memsync.config import parse_config
 from memsync.providers.pmm_dir import PmmDirProvider
 from memsync.records import Outgoing, normalise_text
 from memsync.staging import StagingStore
 from memsync.sync.engine import Engine, SyncOptions
+from tests.engine_helpers import World
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NFD = unicodedata.normalize("NFD", "café crème")

@@ -76,7 +76,7 @@ def is_expired(expiration_date: str | None, now: datetime | None = None) -> bool
     """
     if not expiration_date:
         return False
-    now = now or datetime.now(UTC)
+    now = now or utc_clock()
     text = expiration_date.strip()
     if len(text) == 10:
         try:
@@ -99,6 +99,11 @@ def parse_instant(value: str | None) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def utc_clock() -> datetime:
+    """The current instant (one place, so a test can move the clock past an expiry date)."""
+    return datetime.now(UTC)
 
 
 def utc_now_iso() -> str:

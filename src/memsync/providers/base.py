@@ -75,6 +75,9 @@ class Listing(ABC):
     # cannot be asked to show): the mirror confirms a missing memory with get() before it
     # infers a delete.
     hides_expired: bool = False
+    # True when the store has no expiry and memsync takes an expired memory out of it (mnem's
+    # tombstone): a missing memory whose date has passed is kept, not deleted elsewhere.
+    tombstones_expired: bool = False
 
     def __init__(self) -> None:
         self.removed = []

@@ -94,6 +94,7 @@ from memsync.providers.base import (
     WriteResult,
     require_content,
 )
+from memsync import records
 from memsync.records import (
     Outgoing,
     Record,
@@ -393,6 +394,7 @@ class MnemListing(Listing):
         self.mode = mode
         self.cursor = cursor
         self._produce = produce
+        self.tombstones_expired = True  # see "Expiry" in the module docstring
 
     def pages(self) -> Iterator[Page]:
         yield from self._produce(self)
@@ -637,7 +639,7 @@ class MnemProvider(Provider):
     def _sweep_expired_daily(self) -> None:
         """Forget memsync's nodes whose expiration date has passed: once a UTC day per store
         and process (a scan of working memory), never with another writer's changes staged."""
-        today = datetime.now(UTC).date()
+        today = records.utc_clock().date()
         if self._foreign_staging or _SWEPT.get(self.identity()) == today:
             return
         nodes = self._sdk("read working memory", lambda: self.store.working_memory())

@@ -6,10 +6,10 @@ edit). Removals are inferred only from a complete full listing (or named by an i
 one) and only past the safety gates: a provider that had memories and now lists none, or that
 would lose more than ``max_delete``, is refused, not emptied.
 
-Hidden is not deleted: a memory missing from a listing whose staged expiration date has passed
-is kept (the provider hides it, or memsync itself tombstoned it), and when a listing says it
-may hide expired memories (``hides_expired``), a missing one is confirmed with a point read
-before any delete is inferred.
+Hidden is not deleted: when a listing may hide expired memories (``hides_expired``: a server
+that cannot be asked to show them), a missing one is read by id before any delete is inferred;
+when memsync itself takes expired memories out of a store without expiry
+(``tombstones_expired``: mnem), a missing one whose staged date has passed is kept.
 """
 
 from __future__ import annotations
@@ -284,9 +284,7 @@ class Mirror:
         if not listing.hides_expired or listing.mode != "full" or not listing.complete:
             return
         found = [
-            record
-            for row in self._missing()
-            if not is_expired(row[2]) and (record := self.provider.get(row[0])) is not None
+            record for row in self._missing() if (record := self.provider.get(row[0])) is not None
         ]
         if found:
             self._stage_page(found, [])
@@ -302,9 +300,8 @@ class Mirror:
             if not listing.complete:
                 return
             gone = self._missing()
-        # Expired: hidden by the provider or tombstoned by memsync, still held, so nothing to
-        # delete anywhere.
-        gone = [row for row in gone if not is_expired(row[2])]
+        if listing.tombstones_expired:  # out of the store by memsync's own tombstone, not gone
+            gone = [row for row in gone if not is_expired(row[2])]
         if listing.mode == "full" and gone and self.result.listed == 0 and not self.limits.force:
             self.result.refused = (
                 f"listed no memories but held {before} before; nothing deleted "
