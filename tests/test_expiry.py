@@ -196,7 +196,8 @@ class Setup:
     def sync(self) -> CycleReport:
         providers = {"mem0": self.side.provider, "mnem": self.mnem, "backup": self.backup}
         with StagingStore.open(self.db) as store:
-            report = Engine(self.config, store, providers).run_cycle(SyncOptions())
+            # full listings: deletes are inferred only from them, so they are what is at stake
+            report = Engine(self.config, store, providers).run_cycle(SyncOptions(full=True))
         assert report.exit_code == 0, report.as_dict()
         return report
 
