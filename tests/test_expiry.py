@@ -293,9 +293,9 @@ def test_a_date_set_in_mnem_reaches_mem0_natively(
     mnem_provider.close()
     world.sync()
     assert world.side.date_of(memory_id) == DUE
-    assert world.backup_records()["water the plants"]["metadata"]["memsync"][
-        "expiration_date"
-    ] == DUE
+    assert (
+        world.backup_records()["water the plants"]["metadata"]["memsync"]["expiration_date"] == DUE
+    )
 
 
 def test_an_older_server_that_cannot_show_expired_memories_deletes_nothing(

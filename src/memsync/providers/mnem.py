@@ -77,6 +77,7 @@ from tenacity import (
     wait_random,
 )
 
+from memsync import records
 from memsync.config import Config, MnemConfig
 from memsync.errors import (
     NotFound,
@@ -94,7 +95,6 @@ from memsync.providers.base import (
     WriteResult,
     require_content,
 )
-from memsync import records
 from memsync.records import (
     Outgoing,
     Record,
