@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import mnem  # a missing SDK is an error: build it with ../shared/mnem-sdk/build.sh
 import pytest
-
-pytest.importorskip("mem0", reason="the Mem0 stores are real mem0 Memory objects")
-mnem = pytest.importorskip("mnem", reason="build the SDK: ../shared/mnem-sdk/build.sh")
 
 import memsync.records
 from memsync.providers.base import Provider

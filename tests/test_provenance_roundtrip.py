@@ -10,10 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import mnem  # a missing SDK is an error: build it with ../shared/mnem-sdk/build.sh
 import pytest
-
-pytest.importorskip("mem0", reason="the Mem0 stores are real mem0 Memory objects")
-mnem = pytest.importorskip("mnem", reason="build the SDK: ../shared/mnem-sdk/build.sh")
 
 from memsync.migrate import migrate
 from memsync.providers.base import Provider
