@@ -12,6 +12,7 @@ import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from types import TracebackType
 from typing import Any, ClassVar, Literal
 
@@ -183,6 +184,12 @@ class Provider(ABC):
 
     @abstractmethod
     def get(self, provider_id: str) -> Record | None: ...
+
+    def versions_changed_since(self, since: datetime) -> dict[str, str | None] | None:
+        """Version tokens of memories changed at or after ``since`` (memsync's clock), from one
+        listing-level query; may include more (the tokens are compared), never fewer. None
+        when the provider cannot tell cheaply, or holds its store for the whole cycle."""
+        return None
 
     # writes ---------------------------------------------------------------------------
 

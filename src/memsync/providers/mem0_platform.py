@@ -55,6 +55,7 @@ from memsync.providers.http import (
 from memsync.providers.mem0_common import (
     metadata_for_mem0,
     record_from_mem0,
+    version_of,
 )
 from memsync.providers.mem0_http import Mem0HttpProvider, path_segment
 from memsync.records import Outgoing, Record, Skipped, parse_instant
@@ -166,6 +167,21 @@ class Mem0PlatformProvider(Mem0HttpProvider):
         if any(held.get(k) != v for k, v in self.scope.items()):
             return None
         return raw
+
+    def versions_changed_since(self, since: datetime) -> dict[str, str | None]:
+        """One filtered v3 list (``updated_at >= since - lookback``, the look-back absorbing
+        clock skew): usually one short page."""
+        filters = self._filters(since - self.lookback)
+        changed: dict[str, str | None] = {}
+        number = 1
+        while True:
+            body = self._page(number, filters)
+            for raw in body["results"]:
+                if isinstance(raw, dict) and raw.get("id"):
+                    changed[str(raw["id"])] = version_of(raw)
+            if not body.get("next") or not body["results"]:
+                return changed
+            number += 1
 
     def get(self, provider_id: str) -> Record | None:
         record = super().get(provider_id)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 import httpx
@@ -42,6 +43,7 @@ from memsync.providers.http import (
 from memsync.providers.mem0_common import (
     metadata_for_mem0,
     record_from_mem0,
+    version_of,
 )
 from memsync.providers.mem0_http import Mem0HttpProvider, path_segment
 from memsync.providers.mem0_paging import fetch_all
@@ -180,6 +182,15 @@ class Mem0ServerProvider(Mem0HttpProvider):
 
     def listing(self, cursor: str | None = None) -> Listing:
         return _ServerListing(self)
+
+    def versions_changed_since(self, since: datetime) -> dict[str, str | None]:
+        """The server has no updated_at filter: one get_all call (up to its 1000 cap) gives
+        every memory's version token, which memsync compares with the mirror's."""
+        return {
+            str(raw["id"]): version_of(raw)
+            for raw in self._get_all(MAX_TOP_K)
+            if isinstance(raw, dict) and raw.get("id")
+        }
 
     def _get_all(self, top_k: int) -> list[Any]:
         # show_expired: expiry is not deletion. Servers from before 2026-06 ignore it and hide
