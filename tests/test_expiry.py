@@ -323,3 +323,52 @@ def test_an_older_server_that_cannot_show_expired_memories_deletes_nothing(
     report = world.sync()
     assert removed(report)["mem0"] == 1
     assert "renew the passport" not in world.backup_records()
+
+
+def test_hindsight_stops_serving_an_expired_memory_and_gets_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Hindsight has no expiry and no history: memsync deletes the document once the date has
+    # passed (memsync's journal and the PMM backup keep the memory) and writes it back when
+    # the date is cleared. Nothing is deleted anywhere else.
+    from memsync.providers.hindsight import HindsightProvider
+    from tests.doubles.hindsight_app import HindsightDouble
+
+    clock = Clock(monkeypatch)
+    side = PlatformSide(tmp_path)
+    double = HindsightDouble()
+    hindsight = HindsightProvider(
+        "hindsight", "https://hindsight.test", bank="alice", transport=double.transport()
+    )
+    backup = PmmDirProvider("backup", tmp_path / "backup", scope_key="alice")
+    providers = {"mem0": side.provider, "hindsight": hindsight, "backup": backup}
+    config = config_for({"mem0": "both", "hindsight": "both", "backup": "push"}, "mem0")
+    db = tmp_path / "staging.db"
+
+    def sync() -> CycleReport:
+        with StagingStore.open(db) as store:
+            report = Engine(config, store, providers).run_cycle(SyncOptions(full=True))
+        assert report.exit_code == 0, report.as_dict()
+        return report
+
+    def served() -> dict[str, Any]:
+        with hindsight:
+            return {r.content: r for p in hindsight.listing().pages() for r in p.records}
+
+    due = side.add("renew the passport", DUE)
+    side.add("likes tea", None)
+    sync()
+    assert served()["renew the passport"].expiration_date == DUE
+    clock.advance(3)
+    report = sync()
+    assert removed(report) == {"mem0": 0, "hindsight": 0, "backup": 0}
+    assert set(served()) == {"likes tea"}  # no longer served to agents...
+    assert side.holds(due)  # ...and deleted nowhere else
+    backup_lines = next((tmp_path / "backup").iterdir()).read_text("utf-8")
+    assert "renew the passport" in backup_lines
+    assert sync().planned_total == 0  # no churn
+
+    side.set_date(due, None)
+    sync()
+    assert "renew the passport" in served()
+    assert served()["renew the passport"].expiration_date is None
