@@ -346,3 +346,13 @@ def test_a_dataset_deleted_meanwhile_is_empty_not_an_auth_error(double: CogneeDo
     assert list_all(provider)[1].complete
     provider.create(item("back again", origin="test:b"))
     assert [d.content for d in double.items("alice")] == [b"back again"]
+
+
+def test_an_expiration_date_round_trips_in_memsyncs_metadata() -> None:
+    provider = provider_on(CogneeDouble())
+    outgoing = item("renew the passport", origin="test:due")
+    outgoing.expiration_date = "2000-01-01"
+    created = provider.create(outgoing)
+    (record,), _ = list_all(provider)
+    assert record.expiration_date == created.expiration_date == "2000-01-01"
+    assert record.metadata == {} and record.fingerprint == outgoing.fingerprint

@@ -330,6 +330,7 @@ class Mem0PlatformProvider(Mem0HttpProvider):
             created_at=item.created_at,
             provenance=dict(item.provenance),
             origin=item.origin,
+            expiration_date=item.expiration_date,
         )
 
 
