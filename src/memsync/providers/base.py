@@ -185,6 +185,11 @@ class Provider(ABC):
     @abstractmethod
     def get(self, provider_id: str) -> Record | None: ...
 
+    def hidden_records(self) -> list[Record]:
+        """Memories the store keeps but no longer serves (mnem's expiry tombstones), so that
+        a one-shot migration counts them as present instead of writing them again."""
+        return []
+
     def versions_changed_since(self, since: datetime) -> dict[str, str | None] | None:
         """Version tokens of memories changed at or after ``since`` (memsync's clock), from one
         listing-level query; may include more (the tokens are compared), never fewer. None

@@ -666,16 +666,32 @@ class MnemProvider(Provider):
             raise
 
     def _forgotten_as_expired(self, node_id: str) -> bool:
-        """Whether memsync's expiry tombstone removed this node (a walk of the log: only on
-        the rare update of a node that is gone)."""
+        """Whether memsync's expiry tombstone removed this node (only asked on the rare
+        update of a node that is gone)."""
+        return any(record.id == node_id for record in self.hidden_records())
+
+    def hidden_records(self) -> list[Record]:
+        """The nodes memsync forgot because their date passed and nobody brought back, as
+        they were just before the tombstone (a walk of the log and one diff per tombstone)."""
         commits = self._sdk("read the log", lambda: self.store.log())
-        return any(
-            commit.author == AUTHOR
-            and commit.message.startswith(EXPIRED_COMMIT)
-            and self._sdk("read a commit", partial(self.store.changed_by, commit.id)).get(node_id)
-            == "removed"
-            for commit in commits
-        )
+        hidden: dict[str, Record] = {}
+        for commit in commits:
+            if commit.author != AUTHOR or not commit.message.startswith(EXPIRED_COMMIT):
+                continue
+            if not commit.parents:
+                continue
+            changes = self._sdk(
+                "read a tombstone", partial(self.store.diff, commit.parents[0], commit.id)
+            )
+            for change in changes:
+                if change.kind == "removed" and change.old is not None:
+                    record = record_from_node(change.old, self.scope_key())
+                    if isinstance(record, Record):
+                        hidden[change.id] = record
+        if not hidden:
+            return []
+        served = self._sdk("read working memory", lambda: self.store.working_memory())
+        return [record for node_id, record in hidden.items() if node_id not in served]
 
     def _diff_or_none(self, cursor: str, head: str) -> list[Any] | None:
         try:
