@@ -153,3 +153,45 @@ def test_a_staging_database_from_before_upgrades_without_changes_or_writes(
         Engine(config, store, {"notes": notes, "backup": backup}).run_cycle(SyncOptions())
     lines = [json.loads(line) for line in backup_file.read_text("utf-8").splitlines()[1:]]
     assert {r["id"]: r["content"] for r in lines}["pmm:pad"] == "  still padded \n"
+
+
+def test_the_upgrade_refreshes_exact_bytes_even_where_the_version_token_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    # A provider with version tokens (Mem0, mnem) would otherwise skip an unchanged record
+    # before comparing fingerprints, and the mirror would keep the old normalised text.
+    from memsync.providers.memory import MemoryProvider, MemoryStore
+    from memsync.records import Record
+    from memsync.staging.schema import MIGRATIONS
+    from memsync.staging.store import _statements, record_row
+    from memsync.sync.mirror import DeleteLimits, Mirror, check_identity
+
+    exact = "  padded, as the application wrote it \n"
+    store = MemoryStore()
+    provider = MemoryProvider("mem0", store, family="mem0")
+    store.records["m1"] = Record("m1", exact, version="token-1", scope_key="")
+    db = tmp_path / "staging.db"
+    with sqlite3.connect(db, isolation_level=None) as conn:  # the schema of the old code
+        conn.execute(
+            "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT "
+            "NOT NULL, description TEXT)"
+        )
+        for statement in _statements(MIGRATIONS[0].sql):
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_migrations VALUES (1, '2026-11-01', 'v1')")
+        old = Record("m1", normalise_text(exact), version="token-1")
+        conn.execute(
+            "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            record_row("mem0", "mem0:m1", old, 1)[:15],
+        )
+        conn.execute(
+            "INSERT INTO providers VALUES ('mem0', 'memory', ?, '2026-11-01', NULL)",
+            (provider.identity(),),
+        )
+    with StagingStore.open(db) as staging:
+        assert check_identity(staging, provider) is False
+        result = Mirror(staging, provider, 2, DeleteLimits(50, 100)).run(provider.listing())
+        assert (result.added, result.changed, result.removed) == (0, 0, 0)
+        assert [r.content for r in staging.iter_records("mem0")] == [exact]
+        assert [r.version for r in staging.iter_records("mem0")] == ["token-1"]
+        assert staging.conn.execute("SELECT COUNT(*) FROM changes").fetchone()[0] == 0
