@@ -326,3 +326,21 @@ def test_the_client_works_over_a_real_loopback_socket() -> None:
     finally:
         server.should_exit = True
         thread.join(timeout=5)
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({"detail": "Invalid or expired token."}, "Invalid or expired token."),  # FastAPI
+        ({"error": "Invalid API key"}, "Invalid API key"),  # the Platform
+        ({"error": "Bad add", "details": {"message": "messages is empty"}}, "(messages is empty)"),
+        ({"message": "quota reached"}, "quota reached"),
+    ],
+)
+def test_every_refusal_keeps_the_servers_reason_in_one_line(body: object, reason: str) -> None:
+    for status, error in ((401, AuthError), (400, ProviderError), (429, TransientProviderError)):
+        handler, _ = scripted(httpx.Response(status, json=body))
+        with pytest.raises(error) as caught:
+            client(handler, retry=RetryPolicy(attempts=1)).get("/x")
+        assert reason in str(caught.value) and "\n" not in str(caught.value)
+        assert KEY not in str(caught.value)

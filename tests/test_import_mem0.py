@@ -149,30 +149,37 @@ def test_every_memory_past_the_first_cap_is_imported(
     report: MigrationReport = imported["report"]
     assert imported["top_ks"][0] == EXPECTED_CAP and len(imported["top_ks"]) > 1
     assert report.complete and report.partial_reason is None
-    assert report.imported == BIG and report.already_present == 0 and report.failed == []
+    # BIG, and the expired one, which moves with its date (then tombstoned in mnem)
+    assert report.imported == BIG + 1 and report.already_present == 0 and report.failed == []
     nodes = imported["store"].working_memory()
     assert set(nodes) == {f"mem0:{memory_id}" for memory_id in mem0["ids"]}
 
 
-def test_empty_and_expired_memories_are_skipped_by_id_with_reasons(
+def test_empty_memories_are_skipped_and_an_expired_one_is_kept_in_history(
     imported: dict[str, Any], mem0: dict[str, Any]
 ) -> None:
+    # Expiry is not deletion: the expired memory is imported with its date, then forgotten
+    # with a tombstone commit, so agents are not served it and mnem's history keeps it.
     report: MigrationReport = imported["report"]
     reasons = {s.id: s.reason for s in report.skipped}
-    assert reasons == {
-        **{memory_id: "empty content" for memory_id in mem0["empty"]},
-        mem0["expired"]: "expired in Mem0 on 2020-01-01",
-    }
+    assert reasons == {memory_id: "empty content" for memory_id in mem0["empty"]}
     assert report.listed == BIG + 4
     nodes = imported["store"].working_memory()
     assert not {f"mem0:{i}" for i in [*mem0["empty"], mem0["expired"]]} & set(nodes)
+    target = MnemProvider.attached(imported["store"], sdk=imported["sdk"])
+    (hidden,) = target.hidden_records()
+    assert hidden.id == f"mem0:{mem0['expired']}" and hidden.expiration_date == "2020-01-01"
 
 
 def test_writes_go_in_batched_commits_by_memsync(imported: dict[str, Any]) -> None:
     log = imported["store"].log(first_parent=True)
-    assert [c.message for c in log] == ["memsync: 200 added from mem0"] + [
-        "memsync: 500 added from mem0"
-    ] * 2
+    messages = sorted(c.message for c in log)
+    assert messages == [
+        "memsync: 201 added from mem0",
+        "memsync: 500 added from mem0",
+        "memsync: 500 added from mem0",
+        "memsync: forgot 1 expired (their expiration date passed; history keeps them)",
+    ]
     assert {c.author for c in log} == {"memsync"}
 
 
@@ -203,8 +210,8 @@ def test_a_second_run_imports_nothing(imported: dict[str, Any], mem0: dict[str, 
     store = imported["store"]
     head = store.head_commit()
     again = import_mem0(store, mem0["memory"], filters={"user_id": "big"}, sdk=imported["sdk"])
-    assert (again.imported, again.planned, again.already_present) == (0, 0, BIG)
-    assert len(again.skipped) == 4 and again.complete
+    assert (again.imported, again.planned, again.already_present) == (0, 0, BIG + 1)
+    assert len(again.skipped) == 3 and again.complete  # the empty ones
     assert store.head_commit() == head
 
 

@@ -86,10 +86,15 @@ def test_json_header_after_records_is_still_read(tmp_path: Path) -> None:
     assert [r.content for r in read_all(path)] == ["x"]  # type: ignore[union-attr]
 
 
-def test_nfd_content_is_read_as_nfc(tmp_path: Path) -> None:
-    path = jsonl(tmp_path / "f.jsonl", {"id": "a", "content": unicodedata.normalize("NFD", "café")})
-    (record,) = read_all(path)
-    assert isinstance(record, Record) and record.content == "café"
+def test_nfd_and_padded_content_is_read_byte_for_byte(tmp_path: Path) -> None:
+    nfd = unicodedata.normalize("NFD", "café")
+    path = jsonl(
+        tmp_path / "f.jsonl", {"id": "a", "content": nfd}, {"id": "b", "content": "  pad \r\n"}
+    )
+    first, second = read_all(path)
+    assert isinstance(first, Record) and first.content == nfd != "café"
+    assert isinstance(second, Record) and second.content == "  pad \r\n"
+    assert first.content_hash == Record("x", "café").content_hash  # equal only inside hashes
 
 
 # --- malformed files: the whole file is refused, nothing is yielded ----------------------

@@ -308,6 +308,7 @@ def test_the_key_goes_as_x_api_key_and_never_into_errors() -> None:
     with pytest.raises(AuthError) as raised:
         list_all(bad)
     assert "$COGNEE_KEY" in str(raised.value) and "wrong-key" not in str(raised.value)
+    assert "HTTP 401: Unauthorized" in str(raised.value)  # the server's own reason
 
 
 def test_a_login_token_can_go_as_bearer() -> None:
@@ -345,3 +346,13 @@ def test_a_dataset_deleted_meanwhile_is_empty_not_an_auth_error(double: CogneeDo
     assert list_all(provider)[1].complete
     provider.create(item("back again", origin="test:b"))
     assert [d.content for d in double.items("alice")] == [b"back again"]
+
+
+def test_an_expiration_date_round_trips_in_memsyncs_metadata() -> None:
+    provider = provider_on(CogneeDouble())
+    outgoing = item("renew the passport", origin="test:due")
+    outgoing.expiration_date = "2000-01-01"
+    created = provider.create(outgoing)
+    (record,), _ = list_all(provider)
+    assert record.expiration_date == created.expiration_date == "2000-01-01"
+    assert record.metadata == {} and record.fingerprint == outgoing.fingerprint

@@ -361,6 +361,7 @@ def test_the_key_goes_as_a_bearer_token_and_never_into_errors() -> None:
     with pytest.raises(AuthError) as raised:
         list_all(bad)
     assert "$HINDSIGHT_KEY" in str(raised.value) and "wrong-key" not in str(raised.value)
+    assert "HTTP 401: Invalid API key" in str(raised.value)  # the server's own reason
 
 
 def test_built_from_the_config(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -313,7 +313,8 @@ def test_expired_memories_are_listed_with_their_expiration_date(
     records, listing = list_all(provider)
     assert listing.complete
     assert sorted(r.content for r in records) == ["current", "old 0", "old 1", "old 2"]
-    assert {r.provenance.get("expiration_date") for r in records} == {None, "2000-01-01"}
+    assert {r.expiration_date for r in records} == {None, "2000-01-01"}
+    assert all("expiration_date" not in r.provenance for r in records)  # a field of its own
 
 
 def test_role_and_actor_from_provenance_become_mem0s_own_fields(

@@ -121,7 +121,7 @@ def test_requests_have_the_shapes_memoryclient_sends(platform: Mem0PlatformDoubl
     assert add.query == {"org_id": ["org_1"], "project_id": ["proj_1"]}
     listed = [s for s in platform.faults.requests("POST") if s.path == "/v3/memories/"]
     assert listed[0].query["page"] == ["1"] and listed[0].query["page_size"] == ["25"]
-    assert listed[0].body == {"filters": {"user_id": "alice"}}
+    assert listed[0].body == {"filters": {"user_id": "alice"}, "show_expired": True}
     assert platform.extraction_requests == 0
 
 
@@ -339,6 +339,7 @@ def test_a_refused_key_names_its_variable_and_never_the_key(
         with pytest.raises(AuthError) as caught:
             attempt()
         assert "$MEM0_API_KEY" in str(caught.value) and wrong not in str(caught.value)
+        assert "Invalid API key" in str(caught.value)  # the Platform's own reason is kept
     assert wrong not in caplog.text and wrong not in repr(provider)
     assert len(platform.faults.requests()) == 2  # refused keys are not retried
 

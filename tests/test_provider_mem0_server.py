@@ -276,9 +276,21 @@ def test_a_refused_key_names_its_variable_and_never_the_key(
         list_all(provider)
     message = str(caught.value)
     assert "$MEM0_SERVER_KEY" in message
+    assert "Invalid API key." in message  # the server's own reason is kept
     assert wrong not in message and wrong not in repr(caught.value)
     assert wrong not in caplog.text and wrong not in repr(provider)
     assert len(server.faults.requests("GET", "/openapi.json")) == 1  # 401 is not retried
+
+
+def test_an_expired_bearer_token_says_so_in_one_line_without_the_token() -> None:
+    token = "eyJhbGciOiJIUzI1NiJ9.expired-jwt-that-must-not-leak"
+    server = Mem0ServerDouble(api_key=None, bearer_token="a-fresh-token")
+    provider = make(server, key=token, auth="bearer")
+    with pytest.raises(AuthError) as caught:
+        list_all(provider)
+    message = str(caught.value)
+    assert "HTTP 401: Invalid or expired token." in message and "\n" not in message
+    assert "$MEM0_SERVER_KEY" in message and token not in message
 
 
 # configuration -----------------------------------------------------------------------------

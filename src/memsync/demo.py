@@ -4,7 +4,9 @@ Two real local Mem0 stores stand for the two sides of a cutover (old agents writ
 agents the other; mnem takes the new side when its SDK is importable), plus a directory of
 PMM backups. The demo seeds them as applications would, runs the real `memsync` commands in
 a throwaway MEMSYNC_HOME, changes both sides (an add, an edit, a delete, one conflict), syncs
-again, and proves with `memsync verify` that both hold the same memories.
+again, and proves with `memsync verify` that both hold the same memories. Two memories show
+that text is carried byte for byte: one spelled in decomposed Unicode (NFD), one padded with
+spaces and a newline; the demo reads them back from the new side and the backup and says so.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,10 @@ SEED_OLD = [
     ("Has a cat called Miso", {"topic": "life"}),
 ]
 SEED_NEW = [("Speaks Portuguese and English", {"topic": "languages"})]
+# Texts a normalising tool would change: memsync must hand them back byte for byte.
+NFD_TEXT = unicodedata.normalize("NFD", "Favourite café: Zoë's on Rua Augusta")
+PADDED_TEXT = "  Badge code for the Porto office: 4711  \n"
+EXACT = [(NFD_TEXT, {"topic": "places"}), (PADDED_TEXT, {"topic": "work"})]
 
 
 def mem0_table(name: str, home: Path) -> str:
@@ -108,6 +115,10 @@ class Application:
     def __exit__(self, *exc: object) -> None:
         self.provider.close()  # agents must let go: a local store admits one process at a time
 
+    def texts(self) -> set[str]:
+        listing = self.provider.listing()
+        return {record.content for page in listing.pages() for record in page.records}
+
     def add(self, text: str, metadata: dict[str, Any]) -> None:
         memory = self.provider.memory
         memory.add(text, user_id="alice", metadata=metadata, infer=False)
@@ -158,6 +169,26 @@ class MnemAgent:
     def delete(self, text: str) -> None:
         self.sdk.agents.forget(self.store, self.find(text))
 
+    def texts(self) -> set[str]:
+        return {str(node.content) for node in self.store.working_memory().values()}
+
+
+def show_exact_bytes(home: Path, use_mnem: bool) -> None:
+    """Read the NFD and the padded memory back from the new side and the backup, byte for byte."""
+    print("\n# text is carried byte for byte: read back from the new side and the PMM backup")
+    held = {}
+    with MnemAgent(home) if use_mnem else Application(home, "new") as new:
+        held["new"] = new.texts()
+    with Application(home, "backup") as backup:
+        held["backup"] = backup.texts()
+    for text, what in ((NFD_TEXT, "decomposed (NFD)"), (PADDED_TEXT, "padded")):
+        nfc = unicodedata.normalize("NFC", text).strip()
+        where = [name for name in held if text in held[name]]
+        if len(where) != len(held) or any(nfc != text and nfc in held[n] for n in held):
+            raise SystemExit(f"demo: the {what} memory {text!r} did not arrive unchanged")
+        size = len(text.encode())
+        print(f"{what} memory {text!r} ({size} bytes) arrived unchanged in new and backup")
+
 
 def main() -> None:
     started = time.monotonic()
@@ -166,6 +197,11 @@ def main() -> None:
     use_mnem = importlib.util.find_spec("mnem") is not None
     home = Path(tempfile.mkdtemp(prefix="memsync-demo-"))
     write_config(home, use_mnem)
+    if use_mnem:  # the agents' mnem store exists before memsync is pointed at it
+        import mnem
+
+        (home / "stores" / "mnem").mkdir(parents=True)
+        mnem.init(str(home / "stores" / "mnem"))
     print(f"memsync demo in {home}")
     print(
         "old = a Mem0 store the old agents write; new = "
@@ -179,7 +215,7 @@ def main() -> None:
 
     print("\n# the applications write their memories")
     with Application(home, "old") as old:
-        for text, metadata in SEED_OLD:
+        for text, metadata in SEED_OLD + EXACT:
             old.add(text, metadata)
     with MnemAgent(home) if use_mnem else Application(home, "new") as new:
         for text, metadata in SEED_NEW:
@@ -189,6 +225,7 @@ def main() -> None:
     run(home, "sync", "--dry-run")
     run(home, "sync")
     run(home, "verify", "old", "new")
+    show_exact_bytes(home, use_mnem)
 
     print("\n# both sides change: an add and a delete on the old side, an edit on the new,")
     print("# and the same memory edited on both (a conflict: the newest edit wins)")

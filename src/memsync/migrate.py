@@ -9,6 +9,9 @@ into a mnem store, with ADR-0024's semantics exactly:
   listing that cannot be proven whole says so in the report (``complete=False``);
 - a memory with empty content is skipped, logged by its Mem0 id and reported, and the import
   goes on; nothing empty is ever written;
+- an expired memory (Mem0 hides it) is imported with its ``expiration_date``: mnem, which has
+  no expiry, gets it in a commit and then forgets it in a tombstone commit, so its history
+  keeps it (see ``providers/mnem.py``); a Mem0 target gets the date natively;
 - node ids are ``mem0:{memory_id}``; provenance maps as every adapter's does (actor_id, else
   role, as source; created_at kept; the rest kept, see ``providers/mnem.py``);
 - errors are memsync's typed errors; a per-record skip is a result, not an error;
@@ -30,7 +33,6 @@ import inspect
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
 from functools import partial
 from types import ModuleType
 from typing import Any, Literal
@@ -194,6 +196,8 @@ def _fingerprints_by_origin(target: Provider) -> dict[str, set[str]]:
     for page in target.listing().pages():
         for record in page.records:
             present.setdefault(target.origin_of(record), set()).add(record.fingerprint)
+    for record in target.hidden_records():  # expired, kept but not served: present too
+        present.setdefault(target.origin_of(record), set()).add(record.fingerprint)
     return present
 
 
@@ -294,7 +298,7 @@ class Mem0Source(Provider):
     def _fetch_memory(self, listing: Listing) -> list[Mapping[str, Any]]:
         def get_all(top_k: int) -> list[Mapping[str, Any]]:
             # show_expired=True: Mem0 then fetches exactly top_k, so a short answer proves
-            # "all"; expired memories are reported as skipped below, not silently dropped.
+            # "all"; expired memories move with their date, never silently left behind.
             answer = self._call(
                 lambda: self.mem0.get_all(
                     filters=dict(self.filters), top_k=top_k, show_expired=True
@@ -331,7 +335,11 @@ class Mem0Source(Provider):
         return list(unique.values())
 
     def _client_page(self, page: int) -> Any:
-        return self.mem0.get_all(filters=dict(self.filters), page=page, page_size=CLIENT_PAGE_SIZE)
+        # show_expired: an expired memory still exists; it is imported with its date (and a
+        # store without expiry tombstones it), never silently left behind.
+        return self.mem0.get_all(
+            filters=dict(self.filters), page=page, page_size=CLIENT_PAGE_SIZE, show_expired=True
+        )
 
     def _call(self, call: Callable[[], Any]) -> Any:
         error: ProviderError
@@ -357,12 +365,9 @@ class _Mem0Listing(Listing):
         page = Page([])
         for raw in raws:
             mapped = record_from_mem0(raw, scope_key)
-            expired = _expired_on(raw)
             if isinstance(mapped, Skipped):
                 page.skipped.append(mapped)
-            elif expired is not None:
-                page.skipped.append(Skipped(mapped.id, f"expired in Mem0 on {expired}"))
-            else:
+            else:  # an expired memory too: it moves with its date (mnem tombstones it)
                 page.records.append(mapped)
         yield page
         if self.partial_reason is None:
@@ -389,18 +394,6 @@ def _results_of(answer: Any, name: str) -> list[Mapping[str, Any]]:
     if not isinstance(results, list) or not all(isinstance(r, Mapping) for r in results):
         raise InvalidResponse(f"{name}: Mem0's get_all answered without a 'results' list")
     return results
-
-
-def _expired_on(raw: Mapping[str, Any]) -> str | None:
-    """Mem0's own rule: a memory whose expiration_date is before today (UTC) is hidden."""
-    value = raw.get("expiration_date")
-    if not value:
-        return None
-    try:
-        expires = date.fromisoformat(str(value))
-    except ValueError:
-        return None
-    return str(value) if expires < datetime.now(UTC).date() else None
 
 
 def _mem0_error(name: str, exc: Exception) -> ProviderError:

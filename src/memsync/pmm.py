@@ -69,6 +69,8 @@ def record_to_pmm(record: Record) -> dict[str, Any]:
         own["origin"] = record.origin
     if record.provenance:
         own["provenance"] = record.provenance
+    if record.expiration_date:
+        own["expiration_date"] = record.expiration_date  # a backup keeps expired memories too
     metadata = dict(record.metadata)
     if own:
         metadata[MEMSYNC_KEY] = own
@@ -125,6 +127,7 @@ def record_from_pmm(raw: Any, location: str, max_content_bytes: int) -> Record:
         version=_str_or_none(own.get("version")),
         provenance=provenance if isinstance(provenance, dict) else {},
         origin=_str_or_none(own.get("origin")),
+        expiration_date=_str_or_none(own.get("expiration_date")),
     )
 
 
@@ -235,6 +238,7 @@ class PMMReader:
         self.max_content_bytes = max_content_bytes
         self.format: Format = "jsonl"
         self.header = self._read_header()
+        self._check_structure()
 
     def close(self) -> None:
         self._stream.close()
@@ -262,6 +266,65 @@ class PMMReader:
             return _check_header(parsed, f"{self.name}: line 1")
         self.format = "json"
         return self._read_json_header(line)
+
+    # structure --------------------------------------------------------------------------
+
+    def _check_structure(self) -> None:
+        """Refuse the whole file, before anything is written, when its shape is not PMM's:
+        ``records`` not an array, or a record that is not a JSON object. A record that is an
+        object but has a bad field stays a per-record rejection the import reports."""
+        if not self._stream.seekable():
+            return
+        start = self._stream.tell()
+        try:
+            if self.format == "json":
+                self._check_json_structure()
+            else:
+                self._check_jsonl_structure()
+        finally:
+            self._stream.seek(start)
+
+    def _check_json_structure(self) -> None:
+        self._stream.seek(0)
+        index = -1
+        try:
+            for prefix, event, _ in ijson.parse(self._stream, use_float=True):
+                if prefix == "records" and event not in ("start_array", "end_array"):
+                    got = _json_kind(event)
+                    raise PMMError(
+                        f"{self.name}: top-level field 'records' must be an array, got {got}; "
+                        "nothing was imported"
+                    )
+                if prefix == "records.item" and event not in ("end_map", "end_array", "map_key"):
+                    index += 1
+                    if event != "start_map":
+                        raise PMMError(
+                            f"{self.name}: record {index} (in 'records') must be a JSON object, "
+                            f"got {_json_kind(event)}; nothing was imported"
+                        )
+        except ijson.JSONError:
+            return  # broken JSON is reported where it is met, record by record
+
+    def _check_jsonl_structure(self) -> None:
+        number = self._line_number
+        while True:
+            number += 1
+            line = self._read_line(number)
+            if line is None:
+                continue  # over the size limit: a per-record rejection
+            if not line:
+                return
+            head = line.lstrip()[:1]
+            if not head or head == b"{":
+                continue
+            try:
+                value = json.loads(line.decode("utf-8"))
+            except ValueError:
+                continue  # not JSON at all: a per-record rejection
+            raise PMMError(
+                f"{self.name}: line {number} must be a JSON object (a PMM record), got "
+                f"{_python_kind(value)}; nothing was imported"
+            )
 
     # JSONL ------------------------------------------------------------------------------
 
@@ -397,6 +460,31 @@ class PMMReader:
         if self.format == "jsonl":
             return self._iter_jsonl()
         return self._iter_json()
+
+
+def _json_kind(event: str) -> str:
+    return {
+        "start_array": "an array",
+        "start_map": "an object",
+        "null": "null",
+        "boolean": "a boolean",
+        "integer": "a number",
+        "double": "a number",
+        "number": "a number",
+        "string": "a string",
+    }.get(event, event)
+
+
+def _python_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a string"
 
 
 class _Prepended(io.RawIOBase):

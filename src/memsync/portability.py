@@ -193,7 +193,7 @@ def _plan_one(
     report: ImportReport,
 ) -> WriteOp | None:
     label = record.id or f"sha256:{record.content_hash[:16]}"
-    if not record.content:
+    if record.is_blank:
         report.skipped_empty.append(label)
         return None
     origin = record.origin or (

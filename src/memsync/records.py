@@ -1,8 +1,10 @@
 """One memory as a provider holds it, and the fingerprints that identify and version it.
 
 ``content_hash`` is the dedup key across providers (text only); ``fingerprint`` is the change
-detector within a provider (text plus the user's own metadata). Both are computed over the
-normalised text so that NFC/NFD spellings and stray whitespace never look like edits.
+detector within a provider (text, the user's own metadata and the expiration date). Both are
+computed over the normalised text so that NFC/NFD spellings and stray whitespace never look
+like edits. The text itself is carried byte for byte: normalisation lives only inside the
+hashes and the emptiness test (``is_blank``), never in what memsync stores or writes.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 # Bump when the fingerprint algorithm changes; stored beside every fingerprint so an upgrade
@@ -28,6 +30,11 @@ ORIGIN_KEY = "memsync_origin"
 def normalise_text(text: str) -> str:
     """Unicode NFC with surrounding whitespace stripped: the form every hash is taken over."""
     return unicodedata.normalize("NFC", text).strip()
+
+
+def is_blank(text: str) -> bool:
+    """The emptiness test: nothing but whitespace once normalised (never carried, ADR-0024)."""
+    return not normalise_text(text)
 
 
 def content_hash(text: str) -> str:
@@ -47,10 +54,37 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def fingerprint(text: str, metadata: Mapping[str, Any] | None) -> str:
-    """sha256 over the canonical JSON of normalised text and user metadata."""
-    payload = canonical_json({"t": normalise_text(text), "m": user_metadata(metadata)})
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+def fingerprint(
+    text: str, metadata: Mapping[str, Any] | None, expiration_date: str | None = None
+) -> str:
+    """sha256 over the canonical JSON of normalised text, user metadata and expiration date.
+
+    The date joins the payload only when set, so a memory without one keeps the fingerprint
+    it had before expiry travelled (no mass "changed" on upgrade).
+    """
+    payload: dict[str, Any] = {"t": normalise_text(text), "m": user_metadata(metadata)}
+    if expiration_date:
+        payload["x"] = expiration_date
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+def is_expired(expiration_date: str | None, now: datetime | None = None) -> bool:
+    """Whether a memory's expiration date has passed, as Mem0 decides it.
+
+    Mem0 (2.2.1) stores ``YYYY-MM-DD`` and hides a memory once that day is over in UTC
+    (``date < today``); a full timestamp expires at that instant.
+    """
+    if not expiration_date:
+        return False
+    now = now or utc_clock()
+    text = expiration_date.strip()
+    if len(text) == 10:
+        try:
+            return date.fromisoformat(text) < now.astimezone(UTC).date()
+        except ValueError:
+            return False
+    instant = parse_instant(text)
+    return instant is not None and instant <= now
 
 
 def parse_instant(value: str | None) -> datetime | None:
@@ -65,6 +99,11 @@ def parse_instant(value: str | None) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def utc_clock() -> datetime:
+    """The current instant (one place, so a test can move the clock past an expiry date)."""
+    return datetime.now(UTC)
 
 
 def utc_now_iso() -> str:
@@ -89,23 +128,34 @@ class Record:
     version: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
     origin: str | None = None
+    expiration_date: str | None = None  # Mem0's field, verbatim; travels like the text does
     _hashes: tuple[str, str, str] | None = field(
         default=None, init=False, repr=False, compare=False
     )
 
     def __post_init__(self) -> None:
-        self.content = normalise_text(self.content)
         self.metadata = user_metadata(self.metadata)
+
+    @property
+    def is_blank(self) -> bool:
+        return is_blank(self.content)
+
+    @property
+    def expired(self) -> bool:
+        return is_expired(self.expiration_date)
 
     def _compute(self) -> tuple[str, str, str]:
         # Computed once: content and metadata are not changed after a Record is made.
         if self._hashes is None:
-            text_hash = hashlib.sha256(self.content.encode("utf-8")).hexdigest()
+            text = normalise_text(self.content)
+            text_hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
             metadata_json = canonical_json(self.metadata) if self.metadata else "{}"
-            # The same bytes as canonical_json({"t": content, "m": metadata}), built once.
-            content_json = json.dumps(self.content, ensure_ascii=False)
-            payload = '{"m":' + metadata_json + ',"t":' + content_json + "}"
-            digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()
+            # The same bytes as fingerprint(content, metadata, expiration_date), built once.
+            content_json = json.dumps(text, ensure_ascii=False)
+            payload = '{"m":' + metadata_json + ',"t":' + content_json
+            if self.expiration_date:
+                payload += ',"x":' + json.dumps(self.expiration_date, ensure_ascii=False)
+            digest = hashlib.sha256((payload + "}").encode("utf-8")).hexdigest()
             self._hashes = (text_hash, digest, metadata_json)
         return self._hashes
 
@@ -137,10 +187,18 @@ class Outgoing:
     scope_key: str = ""
     created_at: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
+    expiration_date: str | None = None
 
     def __post_init__(self) -> None:
-        self.content = normalise_text(self.content)
         self.metadata = user_metadata(self.metadata)
+
+    @property
+    def is_blank(self) -> bool:
+        return is_blank(self.content)
+
+    @property
+    def expired(self) -> bool:
+        return is_expired(self.expiration_date)
 
     @classmethod
     def from_record(cls, record: Record, origin: str) -> Outgoing:
@@ -151,15 +209,16 @@ class Outgoing:
             scope_key=record.scope_key,
             created_at=record.created_at,
             provenance=dict(record.provenance),
+            expiration_date=record.expiration_date,
         )
 
     @property
     def content_hash(self) -> str:
-        return hashlib.sha256(self.content.encode("utf-8")).hexdigest()
+        return content_hash(self.content)
 
     @property
     def fingerprint(self) -> str:
-        return fingerprint(self.content, self.metadata)
+        return fingerprint(self.content, self.metadata, self.expiration_date)
 
 
 @dataclass(slots=True, frozen=True)

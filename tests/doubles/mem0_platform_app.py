@@ -9,6 +9,10 @@ documented contract with state in memory: ``Authorization: Token <key>``; the v3
 ``{event_id, status: PENDING}``); ``GET/PUT/DELETE /v1/memories/{id}/``; ``PUT|DELETE
 /v1/batch/`` (<= 1000 items); ``GET /v1/ping/``.
 
+Expiry as upstream: a memory carries ``expiration_date`` (``YYYY-MM-DD`` or null, set by add
+and v1 PUT, not by the batch); once the date has passed, v3 lists leave it out unless the body
+asks ``show_expired: true``, while ``GET /v1/memories/{id}/`` still returns it.
+
 Where the contract is silent, the double says what it chose: a v1 PUT replaces metadata; a
 batch naming a missing memory is refused whole (404) and changes nothing.
 
@@ -31,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from memsync.records import parse_instant
+from memsync.records import is_expired, parse_instant
 from tests.doubles import ASGIApp, ASGIBridge, Faults
 
 ENTITY_IDS = ("user_id", "agent_id", "app_id", "run_id")
@@ -88,6 +92,7 @@ class Mem0PlatformDouble:
             "memory": text,
             **{k: ids.get(k) for k in ENTITY_IDS},
             "metadata": None,
+            "expiration_date": None,
             "categories": [],
             "created_at": when,
             "updated_at": when,
@@ -166,7 +171,12 @@ class Mem0PlatformDouble:
             raise _Refused(
                 400, "filters must contain at least one of user_id, agent_id, app_id or run_id"
             )
-        chosen = [m for m in self.memories.values() if _matches(m, filters)]
+        shown = body.get("show_expired") is True
+        chosen = [
+            m
+            for m in self.memories.values()
+            if _matches(m, filters) and (shown or not is_expired(m.get("expiration_date")))
+        ]
         chosen.sort(key=lambda m: (m["created_at"], m["id"]), reverse=True)
         start = (page - 1) * size
         results = [self._as_listed(m) for m in chosen[start : start + size]]
@@ -211,6 +221,7 @@ class Mem0PlatformDouble:
                 continue
             memory_id = self.insert(str(message.get("content", "")), created_at=created, **ids)
             self.memories[memory_id]["metadata"] = metadata
+            self.memories[memory_id]["expiration_date"] = body.get("expiration_date")
             added.append(
                 {"id": memory_id, "data": {"memory": message.get("content")}, "event": "ADD"}
             )
@@ -230,8 +241,16 @@ class Mem0PlatformDouble:
     async def update_memory(self, request: Request) -> Response:
         memory = self._found(request)
         body = await self._body(request)
-        if body.get("text") is None and body.get("metadata") is None:
-            raise _Refused(400, "At least one of text or metadata must be provided")
+        if (
+            body.get("text") is None
+            and body.get("metadata") is None
+            and "expiration_date" not in body
+        ):
+            raise _Refused(
+                400, "At least one of text, metadata or expiration_date must be provided"
+            )
+        if "expiration_date" in body:
+            memory["expiration_date"] = body["expiration_date"]
         self._touch(memory, body.get("text"), body.get("metadata"))
         return JSONResponse(memory)
 

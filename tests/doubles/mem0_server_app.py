@@ -6,6 +6,11 @@ loopback port) — the embedder is memsync's own ``HashEmbedder`` — so what me
 only the FastAPI shell: request validation (422), auth (X-API-Key / Bearer), ``top_k`` bounds,
 404s, and ``/openapi.json``.
 
+Expiry is mem0's own: ``expiration_date`` on add and update, expired memories hidden from
+``GET /memories`` unless ``show_expired=true``. ``supports_show_expired=False`` is a server
+from before 2026-06: it drops the parameter and always hides them (``GET /memories/{id}``
+still answers).
+
 ``supports_infer=False`` is a server from before the ``infer`` field: its request model
 silently drops ``infer`` and would run LLM extraction on every write. This double has no LLM,
 so any write that would reach extraction is answered 500 (as a server whose LLM is down) and
@@ -85,6 +90,7 @@ class MemoryCreateOld(BaseModel):
     agent_id: str | None = None
     run_id: str | None = None
     metadata: dict[str, Any] | None = None
+    expiration_date: str | None = None
 
 
 class MemoryCreate(MemoryCreateOld):
@@ -94,6 +100,7 @@ class MemoryCreate(MemoryCreateOld):
 class MemoryUpdate(BaseModel):
     text: str | None = None
     metadata: dict[str, Any] | None = None
+    expiration_date: str | None = None
 
 
 class Mem0ServerDouble:
@@ -107,7 +114,9 @@ class Mem0ServerDouble:
         supports_infer: bool = True,
         openapi: bool = True,
         memory: Memory | None = None,
+        supports_show_expired: bool = True,
     ) -> None:
+        self.supports_show_expired = supports_show_expired
         self.api_key = api_key
         self.bearer_token = bearer_token
         self.supports_infer = supports_infer
@@ -179,6 +188,11 @@ class Mem0ServerDouble:
             },
             "required": True,
         }
+        parameters: list[dict[str, Any]] = [top_k]
+        if self.supports_show_expired:
+            parameters.append(
+                {"name": "show_expired", "in": "query", "schema": {"type": "boolean"}}
+            )
         return JSONResponse(
             {
                 "openapi": "3.1.0",
@@ -186,7 +200,7 @@ class Mem0ServerDouble:
                 "paths": {
                     "/memories": {
                         "post": {"summary": "Create memories", "requestBody": body},
-                        "get": {"summary": "Get memories", "parameters": [top_k]},
+                        "get": {"summary": "Get memories", "parameters": parameters},
                     }
                 },
                 "components": {"schemas": components},
@@ -246,6 +260,8 @@ class Mem0ServerDouble:
             params["top_k"] = top_k
         if params.get("top_k") == 0:
             return JSONResponse({"results": []})
+        if self.supports_show_expired and query.get("show_expired", "").lower() == "true":
+            params["show_expired"] = True
         return JSONResponse(self.memory.get_all(**params))
 
     async def get_memory(self, request: Request) -> Response:
@@ -266,6 +282,8 @@ class Mem0ServerDouble:
             params["text"] = update.text
         if "metadata" in fields:
             params["metadata"] = update.metadata
+        if "expiration_date" in fields:
+            params["expiration_date"] = update.expiration_date
         try:
             return JSONResponse(
                 self.memory.update(memory_id=request.path_params["memory_id"], **params)

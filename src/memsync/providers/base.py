@@ -12,6 +12,7 @@ import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from types import TracebackType
 from typing import Any, ClassVar, Literal
 
@@ -21,7 +22,7 @@ from memsync.records import Outgoing, Record, Skipped
 
 def require_content(provider: str, item: Outgoing) -> None:
     """memsync never writes an empty memory (ADR-0024): refuse before any call is made."""
-    if not item.content:
+    if item.is_blank:
         raise ProviderError(
             f"{provider}: refusing to write a memory with empty content (origin {item.origin})"
         )
@@ -39,6 +40,15 @@ class Capabilities:
     timestamps: bool = True  # keeps a memory's created_at
     multi_scope: bool = False  # holds several scope_keys at once (pmm-dir)
     metadata_values: Literal["json", "strings"] = "json"  # what metadata values survive natively
+    # What the store does to text on write: "exact" keeps every byte; "strip" drops
+    # surrounding whitespace. Either way the fingerprint is unchanged (it is taken over the
+    # stripped NFC text), so an altering store never looks edited and is never rewritten.
+    text_on_write: Literal["exact", "strip"] = "exact"
+
+
+def stored_text(capabilities: Capabilities, text: str) -> str:
+    """The text a provider holds after memsync writes ``text`` to it (its declared alteration)."""
+    return text.strip() if capabilities.text_on_write == "strip" else text
 
 
 @dataclass
@@ -62,6 +72,13 @@ class Listing(ABC):
     removed: list[str]  # ids the provider says were deleted (incremental sources only)
     cursor: str | None = None  # where the next incremental listing starts; commit after staging
     partial_reason: str | None = None  # why complete is False, for status
+    # True when the listing may leave out memories that still exist (expired ones a server
+    # cannot be asked to show): the mirror confirms a missing memory with get() before it
+    # infers a delete.
+    hides_expired: bool = False
+    # True when the store has no expiry and memsync takes an expired memory out of it (mnem's
+    # tombstone): a missing memory whose date has passed is kept, not deleted elsewhere.
+    tombstones_expired: bool = False
 
     def __init__(self) -> None:
         self.removed = []
@@ -167,6 +184,17 @@ class Provider(ABC):
 
     @abstractmethod
     def get(self, provider_id: str) -> Record | None: ...
+
+    def hidden_records(self) -> list[Record]:
+        """Memories the store keeps but no longer serves (mnem's expiry tombstones), so that
+        a one-shot migration counts them as present instead of writing them again."""
+        return []
+
+    def versions_changed_since(self, since: datetime) -> dict[str, str | None] | None:
+        """Version tokens of memories changed at or after ``since`` (memsync's clock), from one
+        listing-level query; may include more (the tokens are compared), never fewer. None
+        when the provider cannot tell cheaply, or holds its store for the whole cycle."""
+        return None
 
     # writes ---------------------------------------------------------------------------
 

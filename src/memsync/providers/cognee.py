@@ -46,6 +46,10 @@ API = "/api/v1"
 PAGE_SIZE = 500  # the data route takes 1..1000
 PROVENANCE_KEY = "memsync_provenance"
 CREATED_KEY = "memsync_created_at"
+# Cognee has no expiry. The date travels here, so it round-trips; an expired memory is still
+# served by Cognee (it cannot restore an item: taking it out would need memsync to re-create
+# it under a new id it cannot tell from a deleted one). See docs/reliability.md.
+EXPIRES_KEY = "memsync_expiration_date"
 # Keys Cognee itself gives meaning to inside external_metadata; a user key of the same name
 # is stored under this prefix so Cognee never reads it as its own.
 COGNEE_KEYS = ("node_set", "_cognee")
@@ -69,6 +73,8 @@ def external_metadata_for(item: Outgoing) -> dict[str, Any]:
         metadata[PROVENANCE_KEY] = provenance
     if item.created_at:
         metadata[CREATED_KEY] = item.created_at
+    if item.expiration_date:
+        metadata[EXPIRES_KEY] = item.expiration_date
     return metadata
 
 
@@ -87,6 +93,7 @@ def record_from_item(item: dict[str, Any], text: str, scope_key: str) -> Record 
     provenance = stored.pop(PROVENANCE_KEY, None)
     provenance = dict(provenance) if isinstance(provenance, dict) else {}
     created = stored.pop(CREATED_KEY, None)
+    expires = stored.pop(EXPIRES_KEY, None)
     for key in COGNEE_KEYS:
         if key in stored:
             provenance[key] = stored.pop(key)
@@ -108,6 +115,7 @@ def record_from_item(item: dict[str, Any], text: str, scope_key: str) -> Record 
         version=f"{item.get('name') or ''}@{updated or ''}",
         provenance=provenance,
         origin=origin if isinstance(origin, str) and origin else None,
+        expiration_date=expires if isinstance(expires, str) and expires else None,
     )
 
 
@@ -400,6 +408,7 @@ class CogneeProvider(HttpProvider):
             created_at=item.created_at,
             provenance=dict(item.provenance),
             origin=item.origin,
+            expiration_date=item.expiration_date,
         )
 
 

@@ -31,10 +31,23 @@ from memsync.config import Config, HindsightConfig
 from memsync.errors import InvalidResponse, NotFound, ProviderError
 from memsync.providers.base import Capabilities, Listing, Page, require_content
 from memsync.providers.http import HttpProvider, RetryPolicy, expect_list, expect_object
-from memsync.records import ORIGIN_KEY, Outgoing, Record, Skipped, parse_instant
+from memsync.records import (
+    ORIGIN_KEY,
+    Outgoing,
+    Record,
+    Skipped,
+    is_blank,
+    is_expired,
+    parse_instant,
+)
 from memsync.secrets import Secret, resolve_secret
 
 API = "/v1/default"
+# Hindsight has no expiry and no history. A memory's expiration_date is kept in this metadata
+# key; once it has passed, memsync deletes the document (at the write, or at the first full
+# listing after the date) so agents stop being served it, and keeps the memory itself: the
+# staging journal and PMM backups hold it, and clearing or moving the date writes it back.
+EXPIRES_KEY = "memsync_expiration_date"
 PAGE_SIZE = 500
 BANK_PAGE_SIZE = 100
 OBSERVATION = "observation"
@@ -72,6 +85,8 @@ def metadata_for_hindsight(item: Outgoing) -> dict[str, str]:
     provenance = {k: v for k, v in item.provenance.items() if v is not None}
     if provenance:
         metadata[PROVENANCE_KEY] = json.dumps(provenance, ensure_ascii=False, sort_keys=True)
+    if item.expiration_date:
+        metadata[EXPIRES_KEY] = item.expiration_date
     return metadata
 
 
@@ -102,11 +117,11 @@ def record_from_units(
     units = sorted(units, key=_unit_order)
     if text is None:
         text = "\n".join(str(u.get("text") or "") for u in units)
-    text = text.strip()
-    if not text:
+    if is_blank(text):
         return Skipped(record_id, EMPTY_REASON)
     raw = dict(units[0].get("metadata") or {})
     origin = raw.pop(ORIGIN_KEY, None)
+    expires = raw.pop(EXPIRES_KEY, None)
     provenance = _decode_provenance(raw.pop(PROVENANCE_KEY, None))
     metadata = {str(k): decode_value(v) for k, v in raw.items()}
     context = units[0].get("context")
@@ -130,6 +145,7 @@ def record_from_units(
         version=version_of(units),
         provenance=provenance,
         origin=origin if isinstance(origin, str) and origin else None,
+        expiration_date=expires if isinstance(expires, str) and expires else None,
     )
 
 
@@ -400,7 +416,10 @@ class HindsightProvider(HttpProvider):
         try:
             self.http.get(self._document_path(ref))
         except NotFound:
-            raise NotFound(f"{self.name}: no memory {provider_id!r} to update") from None
+            if ref.document != item.origin:
+                raise NotFound(f"{self.name}: no memory {provider_id!r} to update") from None
+            # memsync's own document for this memory, deleted when its date passed: the
+            # update (date cleared or moved) writes it back under the same id.
         return self._retain(ref, item)
 
     def delete(self, provider_id: str) -> None:
@@ -414,7 +433,14 @@ class HindsightProvider(HttpProvider):
             return  # already gone (or the bank is): deleting twice is harmless
 
     def _retain(self, ref: DocumentRef, item: Outgoing) -> Record:
-        """Write one memory as document ``ref`` (replacing it) and read back what is held."""
+        """Write one memory as document ``ref`` (replacing it) and read back what is held;
+        an already-expired memory is then deleted (Hindsight has no expiry: see EXPIRES_KEY)."""
+        record = self._retain_document(ref, item)
+        if is_expired(item.expiration_date):
+            self.delete(record.id)
+        return record
+
+    def _retain_document(self, ref: DocumentRef, item: Outgoing) -> Record:
         entry: dict[str, Any] = {
             "content": item.content,
             "metadata": metadata_for_hindsight(item),
@@ -459,6 +485,8 @@ class HindsightListing(Listing):
         self.since = cursor
         self.mode = "incremental" if cursor else "full"
         self.observations = 0  # derived units left out, for whoever wants to say so
+        self.tombstones_expired = True  # expired memories are deleted here, kept by memsync
+        self.expired: list[str] = []
 
     def pages(self) -> Iterator[Page]:
         provider = self.provider
@@ -484,6 +512,8 @@ class HindsightListing(Listing):
                         self.mark_partial(f"document {document['id']!r} changed while read")
                     if units:
                         yield from self._records(bank, units)
+        for record_id in self.expired:  # after the pass: deleting mid-pass shifts offsets
+            provider.delete(record_id)
         if self.partial_reason is None:
             # A partial pass keeps no cursor, so the next listing starts over in full.
             self.cursor = newest
@@ -519,6 +549,8 @@ class HindsightListing(Listing):
             result = record_from_units(self.provider.record_id(ref), group, bank, text)
             if isinstance(result, Skipped):
                 page.skipped.append(result)
+            elif result.expired:
+                self.expired.append(result.id)
             else:
                 page.records.append(result)
             if len(page.records) >= self.provider.page_size:

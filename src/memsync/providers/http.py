@@ -368,13 +368,13 @@ class HttpClient:
             return response
         detail = self._excerpt(response)
         if status in (401, 403):
-            raise AuthError(self._auth_message(status))
+            raise AuthError(self._auth_message(status, detail))
         if status == 404:
             raise NotFound(f"{self.provider}: {where} found nothing (HTTP 404){detail}")
         if status == 429:
             wait = parse_retry_after(response.headers.get("Retry-After"))
             raise _RateLimited(
-                f"{self.provider}: {where} was rate limited (HTTP 429)", retry_after=wait
+                f"{self.provider}: {where} was rate limited (HTTP 429){detail}", retry_after=wait
             )
         if status >= 500:
             wait = parse_retry_after(response.headers.get("Retry-After"))
@@ -389,16 +389,18 @@ class HttpClient:
             )
         raise ProviderError(f"{self.provider}: {where} was refused (HTTP {status}){detail}")
 
-    def _auth_message(self, status: int) -> str:
+    def _auth_message(self, status: int, detail: str = "") -> str:
+        """Who refused what, with the server's own reason (redacted), and what to do."""
         verb = "refused" if status == 401 else "denied access with"
         if self.secret is None:
             return (
-                f"{self.provider}: {self.base_url} requires an API key (HTTP {status}); set "
-                f"api_key_env or api_key_file in providers.{self.provider}"
+                f"{self.provider}: {self.base_url} requires an API key (HTTP {status}{detail}); "
+                f"set api_key_env or api_key_file in providers.{self.provider}"
             )
         return (
             f"{self.provider}: {self.base_url} {verb} the key from {self.secret.source} "
-            f"(HTTP {status}); check that {self.secret.source} holds a valid key for this server"
+            f"(HTTP {status}{detail}); check that {self.secret.source} holds a valid, "
+            "unexpired key for this server"
         )
 
     def _excerpt(self, response: httpx.Response) -> str:
@@ -409,8 +411,7 @@ class HttpClient:
         try:
             body = json.loads(text)
             if isinstance(body, dict):
-                found = body.get("detail") or body.get("error") or body.get("message")
-                text = found if isinstance(found, str) else json.dumps(found or body)
+                text = _reason_in(body)
         except ValueError:
             pass
         text = redact(" ".join(text.split()), self.secret)[:_EXCERPT]
@@ -426,6 +427,17 @@ class HttpClient:
                 f"HTTP {response.status_code} with a body that is not valid JSON "
                 f"({len(response.content)} bytes, {kind}); is base_url the right server?"
             ) from None
+
+
+def _reason_in(body: dict[str, Any]) -> str:
+    """The server's reason from an error body: FastAPI's ``detail``, the Platform's ``error``
+    (with ``details.message``), or a bare ``message``; the whole body when none is there."""
+    found = body.get("detail") or body.get("error") or body.get("message")
+    text = found if isinstance(found, str) else json.dumps(found or body, ensure_ascii=False)
+    details = body.get("details")
+    if isinstance(details, dict) and isinstance(details.get("message"), str):
+        text = f"{text} ({details['message']})" if found else details["message"]
+    return text
 
 
 def _reason(exc: Exception) -> str:

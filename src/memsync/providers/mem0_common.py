@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from memsync.records import ORIGIN_KEY, RESERVED_PREFIX, Outgoing, Record, Skipped
+from memsync.records import ORIGIN_KEY, RESERVED_PREFIX, Outgoing, Record, Skipped, is_blank
 
 PROVENANCE_KEY = "memsync_provenance"
 ESCAPED_KEY = "memsync_escaped"
@@ -46,7 +46,16 @@ MEM0_OWN_KEYS = frozenset(
     }
 )
 # Top-level fields of a Mem0 record that are not provenance: memsync models them directly.
-_MODELLED = {"id", "memory", "hash", "metadata", "created_at", "updated_at", "score"}
+_MODELLED = {
+    "id",
+    "memory",
+    "hash",
+    "metadata",
+    "created_at",
+    "updated_at",
+    "score",
+    "expiration_date",
+}
 EMPTY_REASON = "empty content"
 
 
@@ -70,7 +79,7 @@ def record_from_mem0(raw: Mapping[str, Any], scope_key: str) -> Record | Skipped
     """A Mem0 record as a memsync Record, or Skipped (by id) when it has no content."""
     memory_id = str(raw.get("id") or "")
     text = raw.get("memory")
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or is_blank(text):
         return Skipped(memory_id, EMPTY_REASON)
     metadata = dict(raw.get("metadata") or {})
     for key in _listed(metadata.pop(REMOVED_KEY, None)):
@@ -83,8 +92,10 @@ def record_from_mem0(raw: Mapping[str, Any], scope_key: str) -> Record | Skipped
             provenance[key] = value
     if "session_id" in provenance and "run_id" not in provenance:
         provenance["run_id"] = provenance.pop("session_id")  # the Platform's name for run_id
+    # ADR-0024: source is actor_id, else role. A source memsync wrote that Mem0 has no field
+    # for (an mnem agent's "agent-x") came back in memsync_provenance and stands.
     source = raw.get("actor_id") or raw.get("role")
-    if source:
+    if source and "source" not in provenance:
         provenance["source"] = source
     return Record(
         id=memory_id,
@@ -96,6 +107,7 @@ def record_from_mem0(raw: Mapping[str, Any], scope_key: str) -> Record | Skipped
         version=version_of(raw),
         provenance=provenance,
         origin=origin if isinstance(origin, str) and origin else None,
+        expiration_date=_iso(raw.get("expiration_date")) or None,
     )
 
 

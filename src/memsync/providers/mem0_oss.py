@@ -686,7 +686,13 @@ class Mem0OssProvider(Provider):
         if item.created_at:
             metadata["created_at"] = item.created_at  # Mem0 backdates created_at and updated_at
         with self._translate("add a memory"):
-            answer = memory.add([message], **self.scope, metadata=metadata, infer=False)
+            answer = memory.add(
+                [message],
+                **self.scope,
+                metadata=metadata,
+                infer=False,
+                expiration_date=item.expiration_date,
+            )
         ids = [r.get("id") for r in (answer or {}).get("results", []) if isinstance(r, dict)]
         if len(ids) != 1 or not isinstance(ids[0], str):
             raise ProviderError(
@@ -706,6 +712,7 @@ class Mem0OssProvider(Provider):
                 "source": native["actor_id"] or native["role"],
             },
             origin=item.origin,
+            expiration_date=item.expiration_date,
         )
 
     def update(self, provider_id: str, item: Outgoing) -> Record:
@@ -717,7 +724,12 @@ class Mem0OssProvider(Provider):
         metadata = metadata_for_mem0(item)
         stale = (set(point.payload or {}) - MEM0_OWN_KEYS) - set(metadata)
         with self._translate("update a memory"):
-            memory.update(provider_id, text=item.content, metadata=metadata)
+            memory.update(
+                provider_id,
+                text=item.content,
+                metadata=metadata,
+                expiration_date=item.expiration_date,  # None clears it
+            )
             if stale:
                 self._drop_payload_keys(memory, provider_id, stale, item.content)
         record = self.get(provider_id)

@@ -55,6 +55,7 @@ from memsync.providers.http import (
 from memsync.providers.mem0_common import (
     metadata_for_mem0,
     record_from_mem0,
+    version_of,
 )
 from memsync.providers.mem0_http import Mem0HttpProvider, path_segment
 from memsync.records import Outgoing, Record, Skipped, parse_instant
@@ -109,6 +110,9 @@ class Mem0PlatformProvider(Mem0HttpProvider):
         self.page_size = max(1, min(page_size, MAX_PAGE_SIZE))
         self.batch_size = max(1, min(batch_size, MAX_BATCH))
         self.params = {k: v for k, v in (("org_id", org_id), ("project_id", project_id)) if v}
+        # Whether each listed memory carries an expiration date: /v1/batch/ cannot set or
+        # clear one, so only updates known to need neither go in a batch.
+        self._dated: dict[str, bool] = {}
 
     # lifecycle ------------------------------------------------------------------------
 
@@ -142,7 +146,7 @@ class Mem0PlatformProvider(Mem0HttpProvider):
             "POST",
             "/v3/memories/",
             params={"page": number, "page_size": self.page_size, **self.params},
-            json={"filters": filters},
+            json={"filters": filters, "show_expired": True},  # expiry is not deletion
             idempotent=True,
         )
         page = expect_object(self.name, body, "POST /v3/memories/")
@@ -164,6 +168,27 @@ class Mem0PlatformProvider(Mem0HttpProvider):
             return None
         return raw
 
+    def versions_changed_since(self, since: datetime) -> dict[str, str | None]:
+        """One filtered v3 list (``updated_at >= since - lookback``, the look-back absorbing
+        clock skew): usually one short page."""
+        filters = self._filters(since - self.lookback)
+        changed: dict[str, str | None] = {}
+        number = 1
+        while True:
+            body = self._page(number, filters)
+            for raw in body["results"]:
+                if isinstance(raw, dict) and raw.get("id"):
+                    changed[str(raw["id"])] = version_of(raw)
+            if not body.get("next") or not body["results"]:
+                return changed
+            number += 1
+
+    def get(self, provider_id: str) -> Record | None:
+        record = super().get(provider_id)
+        if record is not None:
+            self._dated[record.id] = bool(record.expiration_date)
+        return record
+
     # writes ---------------------------------------------------------------------------
 
     def create(self, item: Outgoing) -> Record:
@@ -180,6 +205,8 @@ class Mem0PlatformProvider(Mem0HttpProvider):
         created = parse_instant(item.created_at)
         if created is not None:
             body["timestamp"] = int(created.timestamp())
+        if item.expiration_date:
+            body["expiration_date"] = item.expiration_date
         answer = self.http.json("POST", "/v3/memories/add/", params=self.params or None, json=body)
         if isinstance(answer, dict) and "results" not in answer and answer.get("event_id"):
             raise ProviderError(
@@ -206,7 +233,11 @@ class Mem0PlatformProvider(Mem0HttpProvider):
             "PUT",
             f"/v1/memories/{path_segment(provider_id)}/",
             params=self.params or None,
-            json={"text": item.content, "metadata": metadata_for_mem0(item)},
+            json={
+                "text": item.content,
+                "metadata": metadata_for_mem0(item),
+                "expiration_date": item.expiration_date,  # None clears it
+            },
         )
         return self._reread(provider_id, "update")
 
@@ -228,14 +259,25 @@ class Mem0PlatformProvider(Mem0HttpProvider):
         """
         run: list[WriteOp] = []
         for op in [*ops, None]:
-            if run and (op is None or op.kind != run[0].kind or len(run) >= self.batch_size):
-                if run[0].kind == "create":
+            if run and (
+                op is None
+                or (op.kind, self._batchable(op)) != (run[0].kind, self._batchable(run[0]))
+                or len(run) >= self.batch_size
+            ):
+                if run[0].kind == "create" or not self._batchable(run[0]):
                     yield from super().write_many(run)
                 else:
                     yield from self._batch(run)
                 run = []
             if op is not None:
                 run.append(op)
+
+    def _batchable(self, op: WriteOp) -> bool:
+        """Whether the op fits /v1/batch/, which takes text and metadata but no expiration
+        date: an update that sets a date, or may have to clear one, goes through PUT."""
+        if op.kind != "update" or op.item is None:
+            return True
+        return not op.item.expiration_date and self._dated.get(op.provider_id or "") is False
 
     def _batch(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
         kind = ops[0].kind
@@ -288,6 +330,7 @@ class Mem0PlatformProvider(Mem0HttpProvider):
             created_at=item.created_at,
             provenance=dict(item.provenance),
             origin=item.origin,
+            expiration_date=item.expiration_date,
         )
 
 
@@ -329,6 +372,7 @@ class _PlatformListing(Listing):
                     page.skipped.append(item)
                 else:
                     page.records.append(item)
+                    provider._dated[item.id] = bool(item.expiration_date)
             if page.records or page.skipped:
                 yield page
             expected_pages = -(-(counts[0] or 0) // provider.page_size) + 2

@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 import httpx
@@ -42,6 +43,7 @@ from memsync.providers.http import (
 from memsync.providers.mem0_common import (
     metadata_for_mem0,
     record_from_mem0,
+    version_of,
 )
 from memsync.providers.mem0_http import Mem0HttpProvider, path_segment
 from memsync.providers.mem0_paging import fetch_all
@@ -59,6 +61,7 @@ class ServerFeatures:
     infer: bool | None
     top_k: bool | None
     how: str
+    show_expired: bool | None = None  # lists expired memories when asked (since 2026-06)
 
 
 class Mem0ServerProvider(Mem0HttpProvider):
@@ -141,8 +144,13 @@ class Mem0ServerProvider(Mem0HttpProvider):
             return None
         infer = "infer" in (create.get("properties") or {})
         parameters = paths.get("get", {}).get("parameters") or []
-        top_k = any(isinstance(p, dict) and p.get("name") == "top_k" for p in parameters)
-        return ServerFeatures(infer=infer, top_k=top_k, how="its OpenAPI schema")
+        named = {p.get("name") for p in parameters if isinstance(p, dict)}
+        return ServerFeatures(
+            infer=infer,
+            top_k="top_k" in named,
+            how="its OpenAPI schema",
+            show_expired="show_expired" in named,
+        )
 
     def _features_from_probes(self) -> ServerFeatures:
         probe = self.http.request(
@@ -175,8 +183,20 @@ class Mem0ServerProvider(Mem0HttpProvider):
     def listing(self, cursor: str | None = None) -> Listing:
         return _ServerListing(self)
 
+    def versions_changed_since(self, since: datetime) -> dict[str, str | None]:
+        """The server has no updated_at filter: one get_all call (up to its 1000 cap) gives
+        every memory's version token, which memsync compares with the mirror's."""
+        return {
+            str(raw["id"]): version_of(raw)
+            for raw in self._get_all(MAX_TOP_K)
+            if isinstance(raw, dict) and raw.get("id")
+        }
+
     def _get_all(self, top_k: int) -> list[Any]:
-        body = self.http.get("/memories", params={**self.scope, "top_k": top_k})
+        # show_expired: expiry is not deletion. Servers from before 2026-06 ignore it and hide
+        # expired memories; their listings say so (hides_expired) for the mirror to confirm.
+        params = {**self.scope, "top_k": top_k, "show_expired": "true"}
+        body = self.http.get("/memories", params=params)
         if isinstance(body, dict):
             body = body.get("results")
         return expect_list(self.name, body, "GET /memories")
@@ -203,7 +223,7 @@ class Mem0ServerProvider(Mem0HttpProvider):
         if item.created_at:
             metadata["created_at"] = item.created_at  # Mem0 backdates created_at from metadata
         role = item.provenance.get("role")
-        body = {
+        body: dict[str, Any] = {
             "messages": [
                 {"role": role if role in ("user", "assistant") else "user", "content": item.content}
             ],
@@ -211,6 +231,8 @@ class Mem0ServerProvider(Mem0HttpProvider):
             "metadata": metadata,
             "infer": False,
         }
+        if item.expiration_date:
+            body["expiration_date"] = item.expiration_date
         answer = self.http.json("POST", "/memories", json=body)
         results = answer.get("results") if isinstance(answer, dict) else answer
         added = [
@@ -234,7 +256,11 @@ class Mem0ServerProvider(Mem0HttpProvider):
         self.http.json(
             "PUT",
             f"/memories/{path_segment(provider_id)}",
-            json={"text": item.content, "metadata": metadata},
+            json={
+                "text": item.content,
+                "metadata": metadata,
+                "expiration_date": item.expiration_date,  # None clears it
+            },
         )
         return self._reread(provider_id, "update")
 
@@ -275,6 +301,7 @@ class _ServerListing(Listing):
     def pages(self) -> Iterator[Page]:
         provider = self.provider
         features = provider.features()
+        self.hides_expired = not features.show_expired
         ignored_top_k = False
 
         def get_all(top_k: int) -> list[Any]:

@@ -19,6 +19,7 @@ from memsync.providers.base import (
     Provider,
     SimpleListing,
     require_content,
+    stored_text,
 )
 from memsync.records import Outgoing, Record, utc_now_iso
 
@@ -54,12 +55,15 @@ class MemoryProvider(Provider):
         page_size: int = 100,
         client_ids: bool = False,
         family: str | None = None,
+        strip_text: bool = False,
     ) -> None:
         super().__init__(name)
         self.store = store or MemoryStore()
         self.scope = scope
         self.page_size = page_size
-        self.capabilities = Capabilities(client_ids=client_ids)  # type: ignore[misc]
+        self.capabilities = Capabilities(  # type: ignore[misc]
+            client_ids=client_ids, text_on_write="strip" if strip_text else "exact"
+        )
         if family:
             self.family = family  # type: ignore[misc]
         self.faults = Faults()
@@ -116,7 +120,7 @@ class MemoryProvider(Provider):
         now = utc_now_iso()
         record = Record(
             id=record_id,
-            content=item.content,
+            content=stored_text(self.capabilities, item.content),
             metadata=dict(item.metadata),
             scope_key=self.scope,
             created_at=item.created_at or now,
@@ -124,6 +128,7 @@ class MemoryProvider(Provider):
             version=now,
             provenance=dict(item.provenance),
             origin=item.origin,
+            expiration_date=item.expiration_date,
         )
         self.store.records[record_id] = record
         return _copy(record)
@@ -137,7 +142,7 @@ class MemoryProvider(Provider):
         now = utc_now_iso()
         record = Record(
             id=provider_id,
-            content=item.content,
+            content=stored_text(self.capabilities, item.content),
             metadata=dict(item.metadata),
             scope_key=self.scope,
             created_at=old.created_at,
@@ -145,6 +150,7 @@ class MemoryProvider(Provider):
             version=f"{now}#{next(self.store.counter)}",
             provenance=dict(item.provenance),
             origin=item.origin,
+            expiration_date=item.expiration_date,
         )
         self.store.records[provider_id] = record
         return _copy(record)
@@ -185,6 +191,7 @@ class MemoryProvider(Provider):
             version=f"{now}#{next(self.store.counter)}",
             provenance=old.provenance,
             origin=old.origin,
+            expiration_date=old.expiration_date,
         )
 
     def contents(self) -> list[str]:
@@ -202,4 +209,5 @@ def _copy(record: Record) -> Record:
         version=record.version,
         provenance=dict(record.provenance),
         origin=record.origin,
+        expiration_date=record.expiration_date,
     )

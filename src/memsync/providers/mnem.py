@@ -29,6 +29,14 @@ How a memsync memory is a mnem node (the single place this mapping is defined):
   own node object id does (content, kind, provenance or event_time).
 - **updated_at** is not known per node (it would take a blame per node) and is left empty.
 
+Expiry (mnem has none): a memory's ``expiration_date`` lives in the note. Once it has passed,
+memsync forgets the node with a tombstone commit ("memsync: forgot N expired ...") so agents
+stop being served it the same day, while mnem's history keeps it. That happens when memsync
+writes an already-expired memory (added, then forgotten) and in a sweep at the first listing
+of each UTC day in a process (one scan of working memory). The mirror keeps an expired memory
+that vanished (hidden is not deleted), and an update to it (the date cleared or moved)
+brings the node back.
+
 Writes: one ``write_many`` call is one commit (author ``memsync``, a message that says what
 moved), none when nothing changed. Deletes are ``rm`` (a tombstone; history keeps the node).
 A create never overwrites a node memsync did not write for the same origin: an id collision
@@ -55,7 +63,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -69,6 +77,7 @@ from tenacity import (
     wait_random,
 )
 
+from memsync import records
 from memsync.config import Config, MnemConfig
 from memsync.errors import (
     NotFound,
@@ -86,11 +95,21 @@ from memsync.providers.base import (
     WriteResult,
     require_content,
 )
-from memsync.records import Outgoing, Record, Skipped, canonical_json, normalise_text, parse_instant
+from memsync.records import (
+    Outgoing,
+    Record,
+    Skipped,
+    canonical_json,
+    content_hash,
+    is_blank,
+    is_expired,
+    parse_instant,
+)
 
 log = logging.getLogger("memsync.mnem")
 
 AUTHOR = "memsync"
+EXPIRED_COMMIT = "memsync: forgot"  # how an expiry tombstone commit's message starts
 PAGE_SIZE = 500
 NOTE_MARK = "memsync"
 NOTE_VERSION = 1
@@ -101,6 +120,7 @@ CONTENT_KIND_KEY = "mnem_content_kind"  # provenance marker: the node is a "clai
 EMPTY_REASON = "empty content"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _LOCK_TEXT = ("Database already open", "Cannot acquire lock")
+_SWEPT: dict[str, date] = {}  # store identity -> the UTC day its expired nodes were forgotten
 T = TypeVar("T")
 
 
@@ -189,6 +209,7 @@ class NodeSpec:
     provenance: dict[str, str | None]  # the five mnem Provenance fields
     event_time: int | None
     origin: str
+    expiration_date: str | None = None
 
     def identity(self) -> str:
         return _node_identity(
@@ -260,6 +281,8 @@ def node_spec(item: Outgoing, node_id: str | None = None) -> NodeSpec:
     }
     if item.created_at is not None:
         note["created_at"] = item.created_at
+    if item.expiration_date:
+        note["expiration_date"] = item.expiration_date
     content: Any = item.content
     if as_json:  # back to the JSON value it was; text that is no longer JSON stays text
         value = _json_value(item.content, default=item.content)
@@ -274,6 +297,7 @@ def node_spec(item: Outgoing, node_id: str | None = None) -> NodeSpec:
         provenance={**native, "note": canonical_json(note)},
         event_time=to_ms(item.created_at),
         origin=item.origin,
+        expiration_date=item.expiration_date or None,
     )
 
 
@@ -313,7 +337,7 @@ def content_text(content: Any) -> tuple[str, bool]:
 def record_from_node(node: Any, scope_key: str) -> Record | Skipped:
     """A node as a memsync Record, or Skipped (by node id) when it holds no content."""
     text, as_json = content_text(node.content)
-    if not normalise_text(text):
+    if is_blank(text):
         return Skipped(node.id, EMPTY_REASON)
     note = memsync_note(node)
     provenance: dict[str, Any] = {}
@@ -341,7 +365,17 @@ def record_from_node(node: Any, scope_key: str) -> Record | Skipped:
         version=node_version(node),
         provenance=provenance,
         origin=origin_for(node.id, note.get("origin") if note else None),
+        expiration_date=_str_or_none(note.get("expiration_date")) if note else None,
     )
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def expired_in_note(node: Any) -> bool:
+    note = memsync_note(node)
+    return note is not None and is_expired(_str_or_none(note.get("expiration_date")))
 
 
 # --- the listing --------------------------------------------------------------------------
@@ -360,6 +394,7 @@ class MnemListing(Listing):
         self.mode = mode
         self.cursor = cursor
         self._produce = produce
+        self.tombstones_expired = True  # see "Expiry" in the module docstring
 
     def pages(self) -> Iterator[Page]:
         yield from self._produce(self)
@@ -587,6 +622,7 @@ class MnemProvider(Provider):
         return found
 
     def listing(self, cursor: str | None = None) -> Listing:
+        self._sweep_expired_daily()
         head = self._sdk("read the head commit", lambda: self.store.head_commit())
         if cursor is not None and cursor == head:
             return MnemListing("incremental", head, lambda listing: iter(()))
@@ -599,6 +635,63 @@ class MnemProvider(Provider):
                     "incremental", head, lambda listing: self._delta(listing, changes)
                 )
         return MnemListing("full", head, lambda listing: self._full(head))
+
+    def _sweep_expired_daily(self) -> None:
+        """Forget memsync's nodes whose expiration date has passed: once a UTC day per store
+        and process (a scan of working memory), never with another writer's changes staged."""
+        today = records.utc_clock().date()
+        if self._foreign_staging or _SWEPT.get(self.identity()) == today:
+            return
+        nodes = self._sdk("read working memory", lambda: self.store.working_memory())
+        self.forget_expired([node_id for node_id, node in nodes.items() if expired_in_note(node)])
+        _SWEPT[self.identity()] = today
+
+    def forget_expired(self, node_ids: list[str]) -> None:
+        """One tombstone commit for nodes whose date passed; history keeps every one."""
+        if not node_ids:
+            return
+        try:
+            for node_id in node_ids:
+                self._sdk(f"forget node {node_id!r}", partial(self.store.rm, node_id))
+            self._sdk(
+                "commit the expired",
+                lambda: self.store.commit(
+                    f"{EXPIRED_COMMIT} {len(node_ids)} expired (their expiration date passed; "
+                    "history keeps them)",
+                    author=AUTHOR,
+                ),
+            )
+        except ProviderError:
+            self._unstage(node_ids)
+            raise
+
+    def _forgotten_as_expired(self, node_id: str) -> bool:
+        """Whether memsync's expiry tombstone removed this node (only asked on the rare
+        update of a node that is gone)."""
+        return any(record.id == node_id for record in self.hidden_records())
+
+    def hidden_records(self) -> list[Record]:
+        """The nodes memsync forgot because their date passed and nobody brought back, as
+        they were just before the tombstone (a walk of the log and one diff per tombstone)."""
+        commits = self._sdk("read the log", lambda: self.store.log())
+        hidden: dict[str, Record] = {}
+        for commit in commits:
+            if commit.author != AUTHOR or not commit.message.startswith(EXPIRED_COMMIT):
+                continue
+            if not commit.parents:
+                continue
+            changes = self._sdk(
+                "read a tombstone", partial(self.store.diff, commit.parents[0], commit.id)
+            )
+            for change in changes:
+                if change.kind == "removed" and change.old is not None:
+                    record = record_from_node(change.old, self.scope_key())
+                    if isinstance(record, Record):
+                        hidden[change.id] = record
+        if not hidden:
+            return []
+        served = self._sdk("read working memory", lambda: self.store.working_memory())
+        return [record for node_id, record in hidden.items() if node_id not in served]
 
     def _diff_or_none(self, cursor: str, head: str) -> list[Any] | None:
         try:
@@ -726,7 +819,7 @@ class MnemProvider(Provider):
             return self._stage_add(batch, op, spec, "updated", family)
         existing = current.as_node(self.sdk) if isinstance(current, NodeSpec) else current
         text, _ = content_text(existing.content)
-        if normalise_text(text) == item.content:  # the same memory already there: adopt it
+        if content_hash(text) == item.content_hash:  # the same memory already there: adopt it
             record = record_from_node(existing, self.scope_key())
             return _Step(op, "none", spec.id, record=record if isinstance(record, Record) else None)
         raise NodeIdCollision(
@@ -738,9 +831,13 @@ class MnemProvider(Provider):
     def _plan_update(self, batch: _Batch, op: WriteOp, item: Outgoing) -> _Step:
         node_id = op.provider_id or ""
         current = self._current(batch, node_id)
+        spec = node_spec(item, node_id=node_id)
+        if current is None and self._forgotten_as_expired(node_id):
+            # memsync tombstoned it when its date passed: the update (date cleared or moved)
+            # brings it back, with history holding both.
+            return self._stage_add(batch, op, spec, "updated", family_of(item.origin))
         if current is None:
             raise NotFound(f"{self.name}: no node {node_id!r} in {self.path}")
-        spec = node_spec(item, node_id=node_id)
         if _identity_of(current) == spec.identity():
             return _Step(op, "none", node_id, record=self._record(spec))
         return self._stage_add(batch, op, spec, "updated", family_of(item.origin))
@@ -794,6 +891,16 @@ class MnemProvider(Provider):
             failure = _detached(exc)
         if failure is not None:
             self._unstage(touched)
+        else:
+            expired = [
+                s.node_id
+                for s in writes
+                if s.spec is not None and is_expired(s.spec.expiration_date)
+            ]
+            try:
+                self.forget_expired(expired)  # written (history has it), then tombstoned
+            except ProviderError as exc:
+                log.warning("%s; the sweep of the next day forgets them", exc)
         for step in batch.steps:
             if step.action in ("add", "rm") and failure is not None:
                 yield WriteResult(step.op, error=failure)

@@ -208,6 +208,7 @@ class PmmDirProvider(Provider):
                 updated_at=now,
                 provenance=dict(op.item.provenance),
                 origin=op.item.origin,
+                expiration_date=op.item.expiration_date,
             )
 
         def merged() -> Iterator[Record]:

@@ -163,6 +163,19 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX conflicts_by_state ON conflicts (state, link_id);
         """,
     ),
+    Migration(
+        2,
+        "lossless: expiration dates travel; refresh texts staged in normalised form",
+        """
+        ALTER TABLE records ADD COLUMN expiration_date TEXT;
+        ALTER TABLE changes ADD COLUMN expiration_date TEXT;
+        -- Texts staged before this migration were NFC-normalised and stripped. Forgetting the
+        -- version tokens makes the next mirror compare fingerprints (computed over the
+        -- normalised text, so unchanged) and take each provider's exact bytes without
+        -- journaling a change or writing to any target.
+        UPDATE records SET version = NULL;
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -32,20 +32,22 @@ _CORRUPT_HINT = (
 
 _UPSERT_RECORD = """
 INSERT INTO records (provider, provider_id, link_id, content, metadata, scope_key, created_at,
-    updated_at, version, provenance, origin, content_hash, fingerprint, fp_version, seen_run)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    updated_at, version, provenance, origin, content_hash, fingerprint, fp_version, seen_run,
+    expiration_date)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (provider, provider_id) DO UPDATE SET
     link_id = excluded.link_id, content = excluded.content, metadata = excluded.metadata,
     scope_key = excluded.scope_key, created_at = excluded.created_at,
     updated_at = excluded.updated_at, version = excluded.version,
     provenance = excluded.provenance, origin = excluded.origin,
     content_hash = excluded.content_hash, fingerprint = excluded.fingerprint,
-    fp_version = excluded.fp_version, seen_run = excluded.seen_run
+    fp_version = excluded.fp_version, seen_run = excluded.seen_run,
+    expiration_date = excluded.expiration_date
 """
 
 RECORD_COLUMNS = (
     "provider, provider_id, link_id, content, metadata, scope_key, created_at, updated_at, "
-    "version, provenance, origin, content_hash, fingerprint, fp_version, seen_run"
+    "version, provenance, origin, content_hash, fingerprint, fp_version, seen_run, expiration_date"
 )
 
 
@@ -73,6 +75,7 @@ def record_row(provider: str, link_id: str, record: Record, run_id: int) -> tupl
         record.fingerprint,
         FP_VERSION,
         run_id,
+        record.expiration_date,
     )
 
 
@@ -88,6 +91,7 @@ def row_record(row: sqlite3.Row | dict[str, Any]) -> Record:
         version=row["version"],
         provenance=json.loads(row["provenance"] or "{}"),
         origin=row["origin"] if "origin" in row.keys() else None,  # noqa: SIM118 - sqlite3.Row
+        expiration_date=row["expiration_date"] if "expiration_date" in row.keys() else None,  # noqa: SIM118
     )
 
 

@@ -39,6 +39,7 @@ from memsync.faults import fault_point
 from memsync.providers.base import Provider, WriteOp, WriteResult
 from memsync.records import Outgoing, Record, parse_instant, utc_now_iso
 from memsync.staging.store import RECORD_COLUMNS, StagingStore, dumps, record_row, row_record
+from memsync.sync.freshness import changed_targets
 from memsync.sync.mirror import (
     INSERT_JOURNAL,
     DeleteLimits,
@@ -81,6 +82,7 @@ class ProviderOutcome:
     error: str | None = None
     written: int = 0
     failed: int = 0
+    replanned: int = 0  # writes held back: the target changed after the mirror
     seconds: float = 0.0  # time spent listing and writing this provider
 
     def as_dict(self) -> dict[str, Any]:
@@ -92,6 +94,8 @@ class ProviderOutcome:
         if self.mirror:
             data.update(self.mirror.as_dict())
         data.update({"written": self.written, "failed": self.failed})
+        if self.replanned:
+            data["replanned"] = self.replanned
         return data
 
 
@@ -698,12 +702,45 @@ class Engine:
                 if options.stop is not None and options.stop.is_set():
                     report.interrupted = True
                     return
+                rows = self._skip_changed_targets(provider, rows, report)
+                if not rows:
+                    continue
                 if not self._replay_batch(provider, rows, report, outcome, options):
                     return
         except ProviderBusy as exc:
             outcome.state, outcome.error = "busy", str(exc)
         except MemsyncError as exc:
             outcome.state, outcome.error = "error", str(exc)
+
+    def _skip_changed_targets(
+        self, provider: Provider, rows: list[Any], report: CycleReport
+    ) -> list[Any]:
+        """Never write blind over an edit made since the mirror: such actions are superseded
+        and planned again next cycle, after the edit is mirrored (see sync/freshness)."""
+        since = parse_instant(report.started_at) or datetime.now(UTC)
+        stale = changed_targets(self.store, provider, since, rows)
+        if not stale:
+            return rows
+        with self.store.transaction() as conn:
+            conn.executemany(
+                "UPDATE outbox SET state = 'superseded', last_error = ?, updated_at = ? "
+                "WHERE id = ?",
+                [
+                    (
+                        "the target changed since the mirror; planned again next cycle",
+                        utc_now_iso(),
+                        i,
+                    )
+                    for i in stale
+                ],
+            )
+        report.providers[provider.name].replanned += len(stale)
+        log.info(
+            "%s: %d memories changed since the mirror; their writes wait for the next cycle",
+            provider.name,
+            len(stale),
+        )
+        return [row for row in rows if row["id"] not in stale]
 
     def _replay_batch(
         self,

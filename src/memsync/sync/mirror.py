@@ -5,6 +5,11 @@ changed only when its fingerprint *and* its version token changed (a flaky token
 edit). Removals are inferred only from a complete full listing (or named by an incremental
 one) and only past the safety gates: a provider that had memories and now lists none, or that
 would lose more than ``max_delete``, is refused, not emptied.
+
+Hidden is not deleted: when a listing may hide expired memories (``hides_expired``: a server
+that cannot be asked to show them), a missing one is read by id before any delete is inferred;
+when memsync itself takes expired memories out of a store without expiry
+(``tombstones_expired``: mnem), a missing one whose staged date has passed is kept.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 
 from memsync.faults import fault_point
 from memsync.providers.base import Listing, Provider
-from memsync.records import Record, Skipped, utc_now_iso
+from memsync.records import Record, Skipped, is_expired, utc_now_iso
 from memsync.staging.store import StagingStore, dumps, record_row
 
 _CHUNK = 500  # sqlite's bound-parameter limit is 999 on old builds: stay well under
@@ -73,7 +78,7 @@ def journal_row(
 ) -> tuple[Any, ...]:
     """A row of the change journal; a removal carries no content."""
     if record is None:
-        return (run_id, utc_now_iso(), provider, provider_id, link_id, kind) + (None,) * 10
+        return (run_id, utc_now_iso(), provider, provider_id, link_id, kind) + (None,) * 11
     return (
         run_id,
         utc_now_iso(),
@@ -91,13 +96,14 @@ def journal_row(
         record.fingerprint,
         record.content_hash,
         record.origin,
+        record.expiration_date,
     )
 
 
 INSERT_JOURNAL = (
     "INSERT INTO changes (run_id, at, provider, provider_id, link_id, kind, content, metadata, "
-    "scope_key, created_at, updated_at, version, provenance, fingerprint, content_hash, origin) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "scope_key, created_at, updated_at, version, provenance, fingerprint, content_hash, origin, "
+    "expiration_date) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -161,6 +167,7 @@ class Mirror:
             result.partial_reason = listing.partial_reason
             if not listing.complete and result.partial_reason is None:
                 result.partial_reason = "the listing did not finish"
+        self._confirm_missing(listing)  # point reads: before the removals transaction
         with self.store.transaction():
             self._removals(listing, before)
             if listing.complete:
@@ -172,10 +179,10 @@ class Mirror:
 
     def _stage_page(self, records: list[Record], skipped: list[Skipped]) -> None:
         name = self.provider.name
-        empty = [r for r in records if not r.content]
+        empty = [r for r in records if r.is_blank]
         if empty:  # never carried, whatever the provider did: memsync writes no empty memory
             skipped = [*skipped, *(Skipped(r.id, "empty content") for r in empty)]
-            records = [r for r in records if r.content]
+            records = [r for r in records if not r.is_blank]
         with self.store.transaction() as conn:
             fresh = self._first_sightings(conn, records)
             existing = self._existing(conn, [r.id for r in fresh])
@@ -198,7 +205,11 @@ class Mirror:
                     # common case of a quiet cycle), and no churn on a fingerprint quirk.
                     continue
                 if record.fingerprint == fingerprint:
-                    tokens.append((record.version, record.updated_at, name, record.id))
+                    # No edit (a new token, or a spelling variant of the same text): keep the
+                    # provider's exact bytes and token, journal nothing, write nowhere.
+                    tokens.append(
+                        (record.version, record.updated_at, record.content, name, record.id)
+                    )
                     continue
                 upserts.append(record_row(name, link_id, record, self.run_id))
                 journal.append(
@@ -208,7 +219,7 @@ class Mirror:
             self.store.upsert_records(upserts)
             if tokens:
                 conn.executemany(
-                    "UPDATE records SET version = ?, updated_at = ? "
+                    "UPDATE records SET version = ?, updated_at = ?, content = ? "
                     "WHERE provider = ? AND provider_id = ?",
                     tokens,
                 )
@@ -259,6 +270,25 @@ class Mirror:
 
     # removals -----------------------------------------------------------------------------
 
+    def _missing(self) -> list[Any]:
+        """Staged records this full listing did not return."""
+        return self.conn.execute(
+            "SELECT provider_id, link_id, expiration_date FROM records WHERE provider = ? "
+            "AND provider_id NOT IN (SELECT provider_id FROM temp.seen)",
+            (self.provider.name,),
+        ).fetchall()
+
+    def _confirm_missing(self, listing: Listing) -> None:
+        """Read each missing memory by id when the listing may hide expired ones: what is
+        found is staged as listed (with its date), so only a memory really gone is removed."""
+        if not listing.hides_expired or listing.mode != "full" or not listing.complete:
+            return
+        found = [
+            record for row in self._missing() if (record := self.provider.get(row[0])) is not None
+        ]
+        if found:
+            self._stage_page(found, [])
+
     def _removals(self, listing: Listing, before: int) -> None:
         name = self.provider.name
         conn = self.conn
@@ -269,17 +299,15 @@ class Mirror:
         else:
             if not listing.complete:
                 return
-            if self.result.listed == 0 and before > 0 and not self.limits.force:
-                self.result.refused = (
-                    f"listed no memories but held {before} before; nothing deleted "
-                    "(if this is right, run `memsync sync --force-delete`)"
-                )
-                return
-            gone = conn.execute(
-                "SELECT provider_id, link_id FROM records WHERE provider = ? "
-                "AND provider_id NOT IN (SELECT provider_id FROM temp.seen)",
-                (name,),
-            ).fetchall()
+            gone = self._missing()
+        if listing.tombstones_expired:  # out of the store by memsync's own tombstone, not gone
+            gone = [row for row in gone if not is_expired(row[2])]
+        if listing.mode == "full" and gone and self.result.listed == 0 and not self.limits.force:
+            self.result.refused = (
+                f"listed no memories but held {before} before; nothing deleted "
+                "(if this is right, run `memsync sync --force-delete`)"
+            )
+            return
         if self.limits.exceeded(len(gone), before):
             self.result.refused = (
                 f"would delete {len(gone)} of {before} memories, over max_delete "
@@ -305,7 +333,7 @@ class Mirror:
             marks = ",".join("?" * len(chunk))
             rows.extend(
                 self.conn.execute(
-                    "SELECT provider_id, link_id FROM records "
+                    "SELECT provider_id, link_id, expiration_date FROM records "
                     f"WHERE provider = ? AND provider_id IN ({marks})",
                     (self.provider.name, *chunk),
                 ).fetchall()

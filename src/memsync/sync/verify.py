@@ -13,7 +13,7 @@ from typing import Any
 
 from memsync.errors import MemsyncError
 from memsync.providers.base import Provider
-from memsync.records import canonical_json
+from memsync.records import canonical_json, normalise_text
 
 
 @dataclass
@@ -60,7 +60,9 @@ def _inventory(provider: Provider) -> tuple[Counter[str], dict[str, tuple[str, d
     listing = provider.listing()
     for page in listing.pages():
         for record in page.records:
-            key = canonical_json([record.content, record.metadata])
+            # the same notion of "the same memory" as sync's fingerprint: a store that strips
+            # text, or a target written before texts were carried exactly, still agrees
+            key = canonical_json([normalise_text(record.content), record.metadata])
             counts[key] += 1
             examples.setdefault(key, (record.content, record.metadata))
     if not listing.complete:
