@@ -36,6 +36,8 @@ def _print_cycle(report: CycleReport) -> None:
             )
             if mirror.skipped:
                 line += f", skipped {len(mirror.skipped)}"
+        if outcome.adopted:
+            line += f", {'would adopt' if report.dry_run else 'adopted'} {outcome.adopted}"
         if outcome.written or outcome.failed:
             line += f", {verb} {outcome.written}"
             if outcome.failed:
@@ -114,8 +116,8 @@ def sync(
 
     \b
     --json prints: providers.NAME.{state, listed, added, changed, removed,
-    skipped[{id, reason}], complete, partial_reason, refused, written, failed},
-    actions[{action, memory, provider, from}], replayed{create, update, delete},
+    skipped[{id, reason}], complete, partial_reason, refused, written, failed, adopted},
+    actions[{action (create, update, delete, adopt), memory, provider, from}], replayed{create, update, delete},
     failures[{provider, action, link_id, error, dead}], conflicts[{id, link_id,
     providers, policy, winner, state}], refusals{NAME: why}, exit_code.
 
@@ -216,6 +218,14 @@ def verify_command(app: App, a: str, b: str, as_json: bool) -> None:
             click.echo(f"only in {diff.only_in}{times}: {diff.content!r}{meta}")
         if len(report.differences) > 100:
             click.echo(f"... and {len(report.differences) - 100} more (use --json)")
+        for dup in report.duplicated[:100]:
+            counts = ", ".join(f"{n} x{c}" for n, c in dup.copies.items())
+            click.echo(
+                f"duplicated ({counts}): {dup.content!r}: each side held it as its own and "
+                "got the other's copy too"
+            )
+        if len(report.duplicated) > 100:
+            click.echo(f"... and {len(report.duplicated) - 100} more duplicated (use --json)")
     raise SystemExit(0 if report.reconciled else 1)
 
 
@@ -301,10 +311,26 @@ def log_command(
         "",
         ("seq", "at", "provider", "kind", "memory", "content"),
         [
-            (e["seq"], e["at"], e["provider"], e["kind"], e["link_id"], _preview(e["content"]))
+            (
+                e["seq"] or "",
+                e["at"],
+                e["provider"],
+                _kind(e),
+                e["link_id"],
+                _preview(e["content"]),
+            )
             for e in entries
         ],
     )
+
+
+def _kind(entry: dict[str, object]) -> str:
+    """The journal kind; an adoption says what it was paired with."""
+    if entry["kind"] != "adopted":
+        return str(entry["kind"])
+    if entry.get("from_provider"):
+        return f"adopted (same text as {entry['from_provider']} {entry['from_provider_id']})"
+    return "adopted"
 
 
 @main.command()
@@ -322,7 +348,14 @@ def history(app: App, memory: str, as_json: bool) -> None:
         entries[0]["link_id"],
         ("seq", "at", "provider", "kind", "provider id", "content"),
         [
-            (e["seq"], e["at"], e["provider"], e["kind"], e["provider_id"], _preview(e["content"]))
+            (
+                e["seq"] or "",
+                e["at"],
+                e["provider"],
+                _kind(e),
+                e["provider_id"],
+                _preview(e["content"]),
+            )
             for e in entries
         ],
     )
