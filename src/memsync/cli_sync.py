@@ -203,9 +203,15 @@ def switch(app: App, name: str) -> None:
 def verify_command(app: App, a: str, b: str, as_json: bool) -> None:
     """Prove providers A and B hold the same memories (text and user metadata, in scope).
 
-    Exits 0 when they are reconciled, 1 with the list of differences otherwise.
+    Every copy counts. A text both held before memsync linked them and then received from
+    each other (held twice each, in step) is reported as duplicated. Exits 0 when they are
+    reconciled, 1 with the list of differences otherwise.
     """
-    report = verify(app.provider(a), app.provider(b))
+    if app.paths.database.exists():
+        with app.store(create=False) as store:
+            report = verify(app.provider(a), app.provider(b), store)
+    else:
+        report = verify(app.provider(a), app.provider(b))
     if as_json:
         print_json(report.as_dict())
     else:

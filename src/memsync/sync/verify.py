@@ -6,8 +6,9 @@ differ between providers by nature and are not compared.
 
 Equal counts are not enough: two stores that each held a text before memsync linked them, and
 each got the other's copy (what a first sync without adoption does), hold it twice each, in
-step. The origin keys tell: each side holds, as a copy, a memory the other side holds as its
-own. Such a text is reported as duplicated, and the two are not called reconciled.
+step. The staging journal tells: each side holds, as a copy memsync wrote, a memory the other
+side held as its own before memsync linked them. Such a text is reported as duplicated, and
+the two are not called reconciled.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from memsync.errors import MemsyncError
 from memsync.providers.base import Provider
 from memsync.records import canonical_json
+from memsync.staging.store import StagingStore
 
 
 @dataclass
@@ -72,37 +74,87 @@ class VerifyReport:
         }
 
 
-@dataclass
-class _Origins:
-    """Per text: the logical keys a provider holds as its own, and those it holds as copies."""
+class _Copies:
+    """Per text held more than once: the provider ids of its copies."""
 
-    own: dict[str, set[str]] = field(default_factory=dict)
-    copied: dict[str, set[str]] = field(default_factory=dict)
-    copies: Counter[str] = field(default_factory=Counter)
-    texts: dict[str, str] = field(default_factory=dict)
+    def __init__(self) -> None:
+        self.ids: dict[str, list[str]] = {}
+        self.texts: dict[str, str] = {}
 
-    def add(self, provider: Provider, record: Any) -> None:
-        key = provider.origin_of(record)
-        text = record.content_hash
-        mine = key == f"{provider.family}:{record.id}"
-        (self.own if mine else self.copied).setdefault(text, set()).add(key)
-        self.copies[text] += 1
-        self.texts.setdefault(text, record.content)
+    def add(self, record: Any) -> None:
+        self.ids.setdefault(record.content_hash, []).append(record.id)
+        self.texts.setdefault(record.content_hash, record.content)
 
 
-def _copied_both_ways(a: str, b: str, origins_a: _Origins, origins_b: _Origins) -> list[Duplicated]:
+def _first_sightings(store: StagingStore, provider: str, ids: list[str]) -> dict[str, Any]:
+    """provider id -> (kind, seq, link_id) of the journal's first entry for it."""
+    found: dict[str, Any] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in store.conn.execute(
+            "SELECT c.provider_id, c.kind, c.seq, r.link_id FROM changes c "
+            "JOIN (SELECT provider_id, MIN(seq) AS seq FROM changes WHERE provider = ? "
+            f"AND provider_id IN ({marks}) GROUP BY provider_id) f ON f.seq = c.seq "
+            "LEFT JOIN records r ON r.provider = c.provider AND r.provider_id = c.provider_id",
+            (provider, *chunk),
+        ):
+            found[row[0]] = (row[1], row[2], row[3])
+    return found
+
+
+def _copied_both_ways(
+    store: StagingStore, a: str, b: str, copies_a: _Copies, copies_b: _Copies
+) -> list[Duplicated]:
+    """Texts each side held before memsync linked them, then received from the other too.
+
+    From the journal: a copy memsync first saw in a listing is the provider's own; one it
+    first wrote is a copy. A text is duplicated when A's own copy was written into B and B's
+    own into A, both owners having been seen before either write (so adoption could have
+    paired them). A text written on one side after the other's copy arrived is not flagged.
+    """
     found = []
-    for text, copied_into_a in origins_a.copied.items():
-        from_b = copied_into_a & origins_b.own.get(text, set())
-        from_a = origins_b.copied.get(text, set()) & origins_a.own.get(text, set())
-        if from_a and from_b:
-            copies = {a: origins_a.copies[text], b: origins_b.copies[text]}
-            found.append(Duplicated(origins_a.texts[text], copies))
+    shared = [
+        h for h, ids in copies_a.ids.items() if len(ids) > 1 and len(copies_b.ids.get(h, [])) > 1
+    ]
+    if not shared:
+        return found
+    seen_a = _first_sightings(store, a, [i for h in shared for i in copies_a.ids[h]])
+    seen_b = _first_sightings(store, b, [i for h in shared for i in copies_b.ids[h]])
+    for text in shared:
+        own_a = {
+            seen_a[i][2]: seen_a[i][1] for i in copies_a.ids[text] if _kind(seen_a, i) == "added"
+        }
+        own_b = {
+            seen_b[i][2]: seen_b[i][1] for i in copies_b.ids[text] if _kind(seen_b, i) == "added"
+        }
+        into_a = {
+            seen_a[i][2]: seen_a[i][1] for i in copies_a.ids[text] if _kind(seen_a, i) == "written"
+        }
+        into_b = {
+            seen_b[i][2]: seen_b[i][1] for i in copies_b.ids[text] if _kind(seen_b, i) == "written"
+        }
+        for link_a, owned_a_at in own_a.items():
+            if link_a not in into_b:
+                continue
+            if any(
+                link_b in into_a
+                and max(owned_a_at, owned_b_at) < min(into_b[link_a], into_a[link_b])
+                for link_b, owned_b_at in own_b.items()
+            ):
+                counts = {a: len(copies_a.ids[text]), b: len(copies_b.ids[text])}
+                found.append(Duplicated(copies_a.texts[text], counts))
+                break
     return sorted(found, key=lambda d: d.content)
 
 
+def _kind(seen: dict[str, Any], provider_id: str) -> str | None:
+    entry = seen.get(provider_id)
+    return entry[0] if entry and entry[2] is not None else None
+
+
 def _inventory(
-    provider: Provider, origins: _Origins
+    provider: Provider, copies: _Copies
 ) -> tuple[Counter[str], dict[str, tuple[str, dict[str, Any]]]]:
     counts: Counter[str] = Counter()
     examples: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -112,7 +164,7 @@ def _inventory(
             key = canonical_json([record.content, record.metadata])
             counts[key] += 1
             examples.setdefault(key, (record.content, record.metadata))
-            origins.add(provider, record)
+            copies.add(record)
     if not listing.complete:
         raise MemsyncError(
             f"cannot verify: the listing of {provider.name} was partial "
@@ -121,14 +173,16 @@ def _inventory(
     return counts, examples
 
 
-def verify(a: Provider, b: Provider) -> VerifyReport:
+def verify(a: Provider, b: Provider, store: StagingStore | None = None) -> VerifyReport:
+    """Compare A and B; with the staging STORE, also find texts copied both ways."""
     report = VerifyReport(a.name, b.name)
-    origins_a, origins_b = _Origins(), _Origins()
+    copies_a, copies_b = _Copies(), _Copies()
     with a:
-        counts_a, examples_a = _inventory(a, origins_a)
+        counts_a, examples_a = _inventory(a, copies_a)
     with b:
-        counts_b, examples_b = _inventory(b, origins_b)
-    report.duplicated = _copied_both_ways(a.name, b.name, origins_a, origins_b)
+        counts_b, examples_b = _inventory(b, copies_b)
+    if store is not None:
+        report.duplicated = _copied_both_ways(store, a.name, b.name, copies_a, copies_b)
     report.count_a, report.count_b = sum(counts_a.values()), sum(counts_b.values())
     for key in sorted(set(counts_a) | set(counts_b)):
         extra_a = counts_a[key] - counts_b[key]
