@@ -50,33 +50,41 @@ WHERE EXISTS (
 ORDER BY c.scope, c.content_hash, c.provider, c.created_at, c.provider_id
 """
 
-# Memories memsync already agreed on, of the same text and scope as a candidate, that the
-# candidate's provider neither holds nor was reconciled with: the copy joins them first.
+# Memories staging already knows (a record with a logical id that is not a lone candidate),
+# holding the same text in the same scope, that the candidate's provider neither holds nor
+# was reconciled with: the copy joins such a memory first. This covers a provider that was
+# away when the memory was agreed, and a rebuilt database, where records memsync wrote carry
+# their origin and so are linked already, while the copies they were adopted with are not.
+# One pass over ``records`` probing the candidates by hash (CROSS JOIN keeps that order).
 OPEN_MEMORIES_SETUP = (
     "CREATE TEMP TABLE IF NOT EXISTS open_memories ("
     "link_id TEXT PRIMARY KEY, scope TEXT NOT NULL, content_hash TEXT NOT NULL, "
     "present TEXT NOT NULL, anchor_provider TEXT, anchor_id TEXT) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS temp.open_memories_by_key ON open_memories (content_hash, scope)",
+    "CREATE INDEX IF NOT EXISTS temp.adopt_candidates_by_link ON adopt_candidates (link_id)",
     "DELETE FROM temp.open_memories",
 )
 
 OPEN_MEMORIES = """
 INSERT OR IGNORE INTO temp.open_memories
     (link_id, scope, content_hash, present, anchor_provider, anchor_id)
-SELECT st.link_id, c.scope, c.content_hash,
+SELECT h.link_id, c.scope, c.content_hash,
     (SELECT group_concat(provider, char(31)) FROM (
-        SELECT provider FROM records INDEXED BY records_by_link WHERE link_id = st.link_id
-        UNION SELECT provider FROM links WHERE link_id = st.link_id)),
+        SELECT provider FROM records INDEXED BY records_by_link WHERE link_id = h.link_id
+        UNION SELECT provider FROM links WHERE link_id = h.link_id)),
     h.provider, h.provider_id
-FROM temp.adopt_candidates c
-JOIN link_state st ON st.content_hash = c.content_hash AND st.deleted = 0
-JOIN records h INDEXED BY records_by_link ON h.link_id = st.link_id
-JOIN temp.adopt_scopes hs ON hs.provider = h.provider
-WHERE COALESCE(hs.scope, h.scope_key) = c.scope
-  AND NOT EXISTS (SELECT 1 FROM links b WHERE b.link_id = st.link_id AND b.provider = c.provider)
+FROM records h
+CROSS JOIN temp.adopt_scopes hs
+CROSS JOIN temp.adopt_candidates c
+WHERE hs.provider = h.provider
+  AND NOT EXISTS (SELECT 1 FROM temp.adopt_candidates x WHERE x.link_id = h.link_id)
+  AND c.content_hash = h.content_hash AND c.scope = COALESCE(hs.scope, h.scope_key)
+  AND c.provider != h.provider
+  AND NOT EXISTS (SELECT 1 FROM link_state st WHERE st.link_id = h.link_id AND st.deleted = 1)
+  AND NOT EXISTS (SELECT 1 FROM links b WHERE b.link_id = h.link_id AND b.provider = c.provider)
   AND NOT EXISTS (
       SELECT 1 FROM records r INDEXED BY records_by_link
-      WHERE r.link_id = st.link_id AND r.provider = c.provider
+      WHERE r.link_id = h.link_id AND r.provider = c.provider
   )
 """
 

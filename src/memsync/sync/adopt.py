@@ -150,9 +150,11 @@ def adopt(
     conn.execute(sql.CANDIDATES)
     for statement in sql.OPEN_MEMORIES_SETUP:
         conn.execute(statement)
+    result = AdoptionResult()
+    if conn.execute("SELECT 1 FROM temp.adopt_candidates LIMIT 1").fetchone() is None:
+        return result  # a quiet cycle: every record is linked already
     conn.execute(sql.OPEN_MEMORIES)
 
-    result = AdoptionResult()
     now = utc_now_iso()
     relinks: list[tuple[str, str, str]] = []
     journal: list[tuple[Any, ...]] = []
