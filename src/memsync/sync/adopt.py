@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from memsync.faults import fault_point
 from memsync.providers.base import Provider
 from memsync.records import utc_now_iso
 from memsync.sameness import star_scope
@@ -202,6 +203,7 @@ def _flush(
     conn.executemany(sql.RECORD, journal)
     relinks.clear()
     journal.clear()
+    fault_point("adopt:flushed")  # inside the caller's transaction: a kill here keeps nothing
 
 
 Key = tuple[str, str]
