@@ -17,7 +17,7 @@ from memsync.staging import StagingStore
 from memsync.sync.journal import memory_history
 from tests.conftest import run_memsync, write_config
 from tests.engine_helpers import World
-from tests.test_cli_foundation import HEADER, pmm_file
+from tests.test_cli_foundation import pmm_file
 
 TEXTS = ["likes tea", "lives in Lisbon", "works on memsync", "has a cat", "prefers mornings"]
 
@@ -54,7 +54,9 @@ def two_dirs_holding_the_same(cli, home: Path, tmp_path: Path, extra: str = "") 
         assert cli("import", str(source), "--into", name).exit_code == 0
 
 
-def test_two_stores_holding_the_same_memories_stay_as_they_are(cli, home: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_two_stores_holding_the_same_memories_stay_as_they_are(
+    cli, home: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     two_dirs_holding_the_same(cli, home, tmp_path)
     before = {name: (home / name / "alice.pmm.jsonl").read_text() for name in ("a", "b")}
     dry = cli("sync", "--dry-run")
@@ -77,7 +79,9 @@ def test_two_stores_holding_the_same_memories_stay_as_they_are(cli, home: Path, 
     assert history.exit_code == 0 and "adopted (same text as a mem0:a1)" in history.output
 
 
-def test_with_adoption_off_the_copies_double_and_verify_says_so(cli, home: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_with_adoption_off_the_copies_double_and_verify_says_so(
+    cli, home: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     two_dirs_holding_the_same(cli, home, tmp_path, extra='adopt = "off"')
     assert cli("sync").exit_code == 0
     assert held(home, "a") == held(home, "b") == Counter(TEXTS * 2)
@@ -104,7 +108,9 @@ def test_repair_adopts_again_instead_of_duplicating(home: Path, tmp_path: Path) 
     assert held(home, "a") == held(home, "b") == Counter(TEXTS)
 
 
-def test_a_second_migrate_into_a_store_holding_the_texts_under_other_ids_imports_nothing(cli, home: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_second_migrate_into_a_store_holding_the_texts_under_other_ids_imports_nothing(
+    cli, home: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     two_dirs_holding_the_same(cli, home, tmp_path)
     extra = {"id": "a-extra", "content": "only in a", "scope_key": "alice"}
     assert cli("import", str(pmm_file(tmp_path / "x.jsonl", extra)), "--into", "a").exit_code == 0
@@ -117,7 +123,9 @@ def test_a_second_migrate_into_a_store_holding_the_texts_under_other_ids_imports
 
 def test_import_skip_duplicates_pairs_copies_one_to_one(cli, home: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     write_config(home, TWO_DIRS.format(home=home, extra=""))
-    once = pmm_file(tmp_path / "once.jsonl", {"id": "x1", "content": "likes tea", "scope_key": "alice"})
+    once = pmm_file(
+        tmp_path / "once.jsonl", {"id": "x1", "content": "likes tea", "scope_key": "alice"}
+    )
     assert cli("import", str(once), "--into", "a").exit_code == 0
     twice = pmm_file(
         tmp_path / "twice.jsonl",
@@ -205,7 +213,9 @@ def test_the_history_of_an_adopted_memory_names_both_records(world: World) -> No
     with StagingStore.open(world.db_path) as store:
         entries = memory_history(store, mem0_id)
     kinds = [(e["provider"], e["kind"]) for e in entries]
-    assert ("mem0", "adopted") in kinds and ("mnem", "added") in kinds and ("mem0", "added") in kinds
+    assert (
+        ("mem0", "adopted") in kinds and ("mnem", "added") in kinds and ("mem0", "added") in kinds
+    )
     (adopted,) = [e for e in entries if e["kind"] == "adopted"]
     assert adopted["from_provider"] == "mnem" and adopted["old_link_id"] == f"mem0:{mem0_id}"
 

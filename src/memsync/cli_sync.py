@@ -117,7 +117,8 @@ def sync(
     \b
     --json prints: providers.NAME.{state, listed, added, changed, removed,
     skipped[{id, reason}], complete, partial_reason, refused, written, failed, adopted},
-    actions[{action (create, update, delete, adopt), memory, provider, from}], replayed{create, update, delete},
+    actions[{action (create, update, delete, adopt), memory, provider, from}],
+    replayed{create, update, delete},
     failures[{provider, action, link_id, error, dead}], conflicts[{id, link_id,
     providers, policy, winner, state}], refusals{NAME: why}, exit_code.
 

@@ -5,8 +5,8 @@ imports the good records and lists the bad ones by line or index. ``skip_duplica
 record whose id the target already holds, or whose text it already holds in the same scope
 (``memsync.sameness``: one copy in the target answers for one copy in the file, as sync pairs
 them, so a file holding a text twice restores it twice into an empty store); ``overwrite``
-replaces a memory with the same id and creates the rest. Duplicate lookups live in a temporary SQLite
-file, so neither side of an import has to fit in memory.
+replaces a memory with the same id and creates the rest. Duplicate lookups live in a
+temporary SQLite file, so neither side of an import has to fit in memory.
 """
 
 from __future__ import annotations

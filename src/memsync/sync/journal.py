@@ -76,7 +76,9 @@ def memory_history(store: StagingStore, memory: str) -> list[dict[str, Any]]:
     """
     conn = store.conn
     link = memory
-    row = conn.execute("SELECT link_id FROM changes WHERE link_id = ? LIMIT 1", (memory,)).fetchone()
+    row = conn.execute(
+        "SELECT link_id FROM changes WHERE link_id = ? LIMIT 1", (memory,)
+    ).fetchone()
     if row is None:
         row = conn.execute(
             "SELECT link_id FROM adoptions WHERE link_id = ? OR provider_id = ? "

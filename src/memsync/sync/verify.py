@@ -113,7 +113,7 @@ def _copied_both_ways(
     own into A, both owners having been seen before either write (so adoption could have
     paired them). A text written on one side after the other's copy arrived is not flagged.
     """
-    found = []
+    found: list[Duplicated] = []
     shared = [
         h for h, ids in copies_a.ids.items() if len(ids) > 1 and len(copies_b.ids.get(h, [])) > 1
     ]
