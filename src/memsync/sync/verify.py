@@ -87,16 +87,22 @@ class _Copies:
 
 
 def _first_sightings(store: StagingStore, provider: str, ids: list[str]) -> dict[str, Any]:
-    """provider id -> (kind, seq, link_id) of the journal's first entry for it."""
+    """provider id -> (kind, seq, link_id) of the journal's first entry for it in its memory.
+
+    Looked up through the mirror's link and the journal's link index, so the cost is per id,
+    not per journal entry. A record adopted into another memory has its first sighting under
+    its old logical id: it is not found here, and rightly plays no part in a duplication.
+    """
     found: dict[str, Any] = {}
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
         marks = ",".join("?" * len(chunk))
         for row in store.conn.execute(
-            "SELECT c.provider_id, c.kind, c.seq, r.link_id FROM changes c "
-            "JOIN (SELECT provider_id, MIN(seq) AS seq FROM changes WHERE provider = ? "
-            f"AND provider_id IN ({marks}) GROUP BY provider_id) f ON f.seq = c.seq "
-            "LEFT JOIN records r ON r.provider = c.provider AND r.provider_id = c.provider_id",
+            "SELECT r.provider_id, c.kind, c.seq, r.link_id FROM records r "
+            "JOIN changes c ON c.seq = (SELECT MIN(x.seq) FROM changes x "
+            "INDEXED BY changes_by_link WHERE x.link_id = r.link_id "
+            "AND x.provider = r.provider AND x.provider_id = r.provider_id) "
+            f"WHERE r.provider = ? AND r.provider_id IN ({marks})",
             (provider, *chunk),
         ):
             found[row[0]] = (row[1], row[2], row[3])
