@@ -13,11 +13,23 @@ SETUP = (
     "provider TEXT NOT NULL, provider_id TEXT NOT NULL, link_id TEXT NOT NULL, "
     "scope TEXT NOT NULL, content_hash TEXT NOT NULL, created_at TEXT NOT NULL, "
     "PRIMARY KEY (provider, provider_id)) WITHOUT ROWID",
-    "CREATE INDEX IF NOT EXISTS temp.adopt_candidates_by_key "
-    "ON adopt_candidates (content_hash, scope, provider)",
+    # Indexes are built after the candidates are in (a sort, not a random insert per row).
+    "DROP INDEX IF EXISTS temp.adopt_candidates_by_key",
+    "DROP INDEX IF EXISTS temp.adopt_candidates_by_link",
     "DELETE FROM temp.adopt_scopes",
     "DELETE FROM temp.adopt_candidates",
 )
+
+CANDIDATE_INDEXES = (
+    "CREATE INDEX temp.adopt_candidates_by_key ON adopt_candidates (content_hash, scope, provider)",
+    "CREATE INDEX temp.adopt_candidates_by_link ON adopt_candidates (link_id)",
+)
+
+# Cheap existence checks on primary-key prefixes: with unlinked records in one provider only
+# and no record anywhere else, there is nothing to pair them with (a first sync into empty
+# stores), and the join is skipped.
+HAS_CANDIDATE = "SELECT 1 FROM temp.adopt_candidates WHERE provider = ? LIMIT 1"
+HAS_RECORD = "SELECT 1 FROM records WHERE provider = ? LIMIT 1"
 
 SCOPES = "INSERT INTO temp.adopt_scopes (provider, scope) VALUES (?, ?)"
 
@@ -61,7 +73,6 @@ OPEN_MEMORIES_SETUP = (
     "link_id TEXT PRIMARY KEY, scope TEXT NOT NULL, content_hash TEXT NOT NULL, "
     "present TEXT NOT NULL, anchor_provider TEXT, anchor_id TEXT) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS temp.open_memories_by_key ON open_memories (content_hash, scope)",
-    "CREATE INDEX IF NOT EXISTS temp.adopt_candidates_by_link ON adopt_candidates (link_id)",
     "DELETE FROM temp.open_memories",
 )
 

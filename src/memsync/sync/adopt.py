@@ -149,11 +149,11 @@ def adopt(
         [(name, star if providers[name].scope_key() else None) for name in preference],
     )
     conn.execute(sql.CANDIDATES)
-    for statement in sql.OPEN_MEMORIES_SETUP:
-        conn.execute(statement)
     result = AdoptionResult()
-    if conn.execute("SELECT 1 FROM temp.adopt_candidates LIMIT 1").fetchone() is None:
-        return result  # a quiet cycle: every record is linked already
+    if not _anything_to_pair(conn, preference):
+        return result
+    for statement in (*sql.CANDIDATE_INDEXES, *sql.OPEN_MEMORIES_SETUP):
+        conn.execute(statement)
     conn.execute(sql.OPEN_MEMORIES)
 
     now = utc_now_iso()
@@ -194,6 +194,16 @@ def adopt(
             _flush(conn, relinks, journal)
     _flush(conn, relinks, journal)
     return result
+
+
+def _anything_to_pair(conn: sqlite3.Connection, providers: list[str]) -> bool:
+    """False when no unlinked record could have a partner: none at all (a quiet cycle), or
+    all in one provider while no other provider holds any record (a first sync into empty
+    stores)."""
+    holding = [p for p in providers if conn.execute(sql.HAS_CANDIDATE, (p,)).fetchone()]
+    if len(holding) != 1:
+        return len(holding) > 1
+    return any(conn.execute(sql.HAS_RECORD, (p,)).fetchone() for p in providers if p != holding[0])
 
 
 def _flush(
