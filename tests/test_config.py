@@ -38,6 +38,7 @@ def test_the_documented_example_loads() -> None:
     config = parse_config(VALID)
     assert config.sync.active == "mem0"
     assert config.sync.interval == 300 and config.backup.interval == 3600
+    assert config.sync.adopt == "content"  # the default: adopt what both sides already hold
     assert config.sync.max_delete == 25.0
     assert config.providers["backup"].path == Path("~/memsync-pmm").expanduser()  # type: ignore[union-attr]
 
@@ -63,6 +64,7 @@ def test_relative_paths_are_relative_to_the_config_file(tmp_path: Path) -> None:
         (('interval = "5m"', 'interval = "five"'), "sync.interval: expected a duration"),
         (('max_delete = "25%"', 'max_delete = "150%"'), "sync.max_delete: expected a percentage"),
         (('conflict = "newest"', 'conflict = "oldest"'), "sync.conflict: expected"),
+        (('conflict = "newest"', 'adopt = "text"'), "sync.adopt: expected 'content' or 'off'"),
         (("keep = 24", "keep = 0"), "backup.keep"),
         (("keep = 24", 'keep = "many"'), "backup.keep"),
         (("[backup]", "[backups]"), "backups: unknown key"),

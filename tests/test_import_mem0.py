@@ -371,3 +371,19 @@ def _disk_config(root: Path) -> dict[str, Any]:
     from tests.mem0_fixtures import offline_mem0_config
 
     return offline_mem0_config(root)
+
+
+def test_a_store_already_holding_the_texts_under_its_own_ids_imports_nothing(
+    mem0: dict[str, Any], sdk: ModuleType, tmp_path: Path
+) -> None:
+    # An agent (or another tool) already wrote user 'other''s memories into mnem, natively.
+    store = new_store(sdk, tmp_path)
+    for i in range(7):
+        store.add(f"agent-node-{i}", f"other user's memory {i}")
+    store.commit("an agent's own notes", author="agent")
+    head = store.head_commit()
+    report = import_mem0(store, mem0["memory"], filters={"user_id": "other"}, sdk=sdk)
+    assert (report.imported, report.already_present) == (0, 7)
+    again = import_mem0(store, mem0["memory"], filters={"user_id": "other"}, sdk=sdk)
+    assert (again.imported, again.already_present) == (0, 7)
+    assert store.head_commit() == head and len(store.working_memory()) == 7

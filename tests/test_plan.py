@@ -246,3 +246,194 @@ def test_a_copy_edited_after_the_agreed_version_wins() -> None:
         agreed_at=T_OLD,
     )
     assert actions(plan_link(view, topo())) == {("update", "A", "B")}
+
+
+# --- first sight: copies both sides held before memsync linked them (adoption) --------------
+#
+# Each provider lists copies as "text/metadata" (metadata "m" unless said). Copies of one text
+# are paired by memsync.sync.adopt.pair_copies, then every resulting memory is planned: what
+# the table checks is how many copies were adopted and what is written.
+
+from collections import Counter  # noqa: E402
+
+from memsync.sync.adopt import Copy, OpenMemory, pair_copies  # noqa: E402
+
+
+def first_sight(
+    holdings: dict[str, list[str]],
+    topology: Topology,
+    open_memories: dict[str, OpenMemory] | None = None,
+    complete: dict[str, bool] | None = None,
+) -> tuple[int, Counter[tuple[str, str, str | None]], list[str]]:
+    """(adoptions, actions, conflicts): pair the copies of each text, then plan each memory."""
+    versions: dict[str, tuple[str, str, Version]] = {}  # provisional link -> (provider, text, v)
+    copies: dict[str, list[Copy]] = {}
+    for provider, held in holdings.items():
+        for index, item in enumerate(held):
+            text, _, metadata = item.partition("/")
+            when = T_NEW if metadata.endswith("new") else T_OLD
+            pid = f"{provider}{index}"
+            link = f"{provider}:{pid}"
+            versions[link] = (provider, text, Version(pid, f"{text}/{metadata or 'm'}", when))
+            copies.setdefault(text, []).append(Copy(provider, pid, link, str(index)))
+    memories = open_memories or {}
+    links: dict[str, dict[str, Version]] = {}
+    adopted = 0
+    for text, group in copies.items():
+        opened = [memories[text]] if text in memories else []
+        joined = {a.old_link: a.link_id for a in pair_copies(group, opened, [topology.active])}
+        adopted += len(joined)
+        for copy in group:
+            provider, _, version = versions[copy.link_id]
+            links.setdefault(joined.get(copy.link_id, copy.link_id), {})[provider] = version
+    planned: Counter[tuple[str, str, str | None]] = Counter()
+    conflicts = []
+    for link_id, held in sorted(links.items()):
+        agreed = None
+        sides = {}
+        for provider in topology.directions:
+            current = held.get(provider)
+            base = None
+            memory = next((m for m in memories.values() if m.link_id == link_id), None)
+            if memory is not None:
+                agreed = f"{link_id}-agreed"
+                base = agreed if provider in memory.present else None
+            sides[provider] = Side(current, base, (complete or {}).get(provider, True))
+        decision = plan_link(LinkView(link_id, sides, agreed=agreed), topology)
+        planned.update((a.kind, a.target, a.source) for a in decision.actions)
+        if decision.conflict is not None:
+            conflicts.append(f"{decision.conflict.policy}:{decision.conflict.winner}")
+    return adopted, planned, conflicts
+
+
+def two(policy: str = "newest") -> Topology:
+    return topo(policy=policy)
+
+
+FIRST_SIGHT = [
+    # (name, holdings, topology, adopted, actions, conflicts)
+    ("1:1", {"A": ["t"], "B": ["t"]}, two(), 1, {}, []),
+    ("2:1", {"A": ["t", "t"], "B": ["t"]}, two(), 1, {("create", "B", "A"): 1}, []),
+    ("1:2", {"A": ["t"], "B": ["t", "t"]}, two(), 1, {("create", "A", "B"): 1}, []),
+    ("3:2", {"A": ["t", "t", "t"], "B": ["t", "t"]}, two(), 2, {("create", "B", "A"): 1}, []),
+    (
+        "two texts, each shared once, one unique each side",
+        {"A": ["t", "u", "a"], "B": ["u", "t", "b"]},
+        two(),
+        2,
+        {("create", "B", "A"): 1, ("create", "A", "B"): 1},
+        [],
+    ),
+    (
+        "equal text, different metadata: newest wins (policy newest)",
+        {"A": ["t/old"], "B": ["t/new"]},
+        two(),
+        1,
+        {("update", "A", "B"): 1},
+        ["newest:B"],
+    ),
+    (
+        "equal text, different metadata: the active backend wins (policy active)",
+        {"A": ["t/old"], "B": ["t/new"]},
+        two("active"),
+        1,
+        {("update", "B", "A"): 1},
+        ["active:A"],
+    ),
+    (
+        "equal text, different metadata: left open (policy error)",
+        {"A": ["t/old"], "B": ["t/new"]},
+        two("error"),
+        1,
+        {},
+        ["error:None"],
+    ),
+    (
+        "one side deleted its copy before the first sync: created there again",
+        {"A": ["t"], "B": []},
+        two(),
+        0,
+        {("create", "B", "A"): 1},
+        [],
+    ),
+    (
+        "one side's listing was partial: nothing paired, nothing created there",
+        {"A": ["t"], "B": []},
+        two(),
+        0,
+        {},
+        [],
+    ),
+    (
+        "three providers, 1:2:1: one memory held by all, one created in A and C",
+        {"A": ["t"], "B": ["t", "t"], "C": ["t"]},
+        topo(C="both"),
+        2,
+        {("create", "A", "B"): 1, ("create", "C", "B"): 1},
+        [],
+    ),
+    (
+        "three providers, a push replica already holding it: adopted, nothing written",
+        {"A": ["t"], "B": [], "C": ["t"]},
+        topo(C="push"),
+        1,
+        {("create", "B", "A"): 1},
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "holdings", "topology", "adopted", "expected", "conflicts"),
+    FIRST_SIGHT,
+    ids=[row[0] for row in FIRST_SIGHT],
+)
+def test_first_sight_pairs_copies_one_to_one(
+    name: str,
+    holdings: dict[str, list[str]],
+    topology: Topology,
+    adopted: int,
+    expected: dict[tuple[str, str, str | None], int],
+    conflicts: list[str],
+) -> None:
+    complete = {"B": False} if "partial" in name else None
+    got_adopted, planned, got_conflicts = first_sight(holdings, topology, complete=complete)
+    assert (got_adopted, dict(planned), got_conflicts) == (adopted, expected, conflicts)
+
+
+def test_first_sight_leaves_every_side_with_as_many_copies_as_the_side_that_had_most() -> None:
+    holdings = {"A": ["t", "t", "t", "u"], "B": ["t", "t", "u", "u", "v"], "C": ["v"]}
+    topology = topo(C="both")
+    for text in ("t", "u", "v"):
+        held = {p: [i for i in items if i == text] for p, items in holdings.items()}
+        _, planned, _ = first_sight(held, topology)
+        assert {kind for kind, _, _ in planned} <= {"create"}
+        after = {p: len(items) for p, items in held.items()}
+        for (_, target, _), count in planned.items():
+            after[target] += count
+        most = max(len(items) for items in held.values())
+        assert after == {p: most for p in holdings}, text
+
+
+def test_a_copy_joins_an_agreed_memory_its_provider_lacks_before_pairing_anew() -> None:
+    # A memory memsync agreed on with A while B was away; B now lists its own copy of the text.
+    agreed = OpenMemory("A:A0", frozenset({"A"}), ("A", "A0"))
+    copies = [Copy("B", "B0", "B:B0"), Copy("B", "B1", "B:B1")]
+    adoptions = pair_copies(copies, [agreed], ["A"])
+    assert [(a.provider_id, a.link_id, a.from_provider) for a in adoptions] == [("B0", "A:A0", "A")]
+
+
+def test_the_active_backend_lends_its_id_to_the_pair() -> None:
+    copies = [Copy("A", "a1", "A:a1"), Copy("B", "b1", "B:b1")]
+    (adoption,) = pair_copies(copies, [], ["B", "A"])
+    assert (adoption.provider, adoption.link_id, adoption.from_provider) == ("A", "B:b1", "B")
+
+
+def test_copies_pair_oldest_first_within_a_provider() -> None:
+    copies = [
+        Copy("A", "a-new", "A:a-new", "2026-02-01"),
+        Copy("A", "a-old", "A:a-old", "2026-01-01"),
+        Copy("B", "b1", "B:b1", "2026-03-01"),
+    ]
+    (adoption,) = pair_copies(copies, [], ["A"])
+    assert (adoption.provider_id, adoption.link_id) == ("b1", "A:a-old")

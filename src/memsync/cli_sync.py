@@ -37,6 +37,8 @@ def _print_cycle(report: CycleReport) -> None:
             )
             if mirror.skipped:
                 line += f", skipped {len(mirror.skipped)}"
+        if outcome.adopted:
+            line += f", {'would adopt' if report.dry_run else 'adopted'} {outcome.adopted}"
         if outcome.written or outcome.failed:
             line += f", {verb} {outcome.written}"
             if outcome.failed:
@@ -115,8 +117,9 @@ def sync(
 
     \b
     --json prints: providers.NAME.{state, listed, added, changed, removed,
-    skipped[{id, reason}], complete, partial_reason, refused, written, failed},
-    actions[{action, memory, provider, from}], replayed{create, update, delete},
+    skipped[{id, reason}], complete, partial_reason, refused, written, failed, adopted},
+    actions[{action (create, update, delete, adopt), memory, provider, from}],
+    replayed{create, update, delete},
     failures[{provider, action, link_id, error, dead}], conflicts[{id, link_id,
     providers, policy, winner, state}], refusals{NAME: why}, exit_code.
 
@@ -188,9 +191,15 @@ def switch(app: App, name: str) -> None:
 def verify_command(app: App, a: str, b: str, as_json: bool) -> None:
     """Prove providers A and B hold the same memories (text and user metadata, in scope).
 
-    Exits 0 when they are reconciled, 1 with the list of differences otherwise.
+    Every copy counts. A text both held before memsync linked them and then received from
+    each other (held twice each, in step) is reported as duplicated. Exits 0 when they are
+    reconciled, 1 with the list of differences otherwise.
     """
-    report = verify(app.provider(a), app.provider(b))
+    if app.paths.database.exists():
+        with app.store(create=False) as store:
+            report = verify(app.provider(a), app.provider(b), store)
+    else:
+        report = verify(app.provider(a), app.provider(b))
     if as_json:
         print_json(report.as_dict())
     else:
@@ -203,6 +212,14 @@ def verify_command(app: App, a: str, b: str, as_json: bool) -> None:
             click.echo(f"only in {diff.only_in}{times}: {diff.content!r}{meta}")
         if len(report.differences) > 100:
             click.echo(f"... and {len(report.differences) - 100} more (use --json)")
+        for dup in report.duplicated[:100]:
+            counts = ", ".join(f"{n} x{c}" for n, c in dup.copies.items())
+            click.echo(
+                f"duplicated ({counts}): {dup.content!r}: each side held it as its own and "
+                "got the other's copy too"
+            )
+        if len(report.duplicated) > 100:
+            click.echo(f"... and {len(report.duplicated) - 100} more duplicated (use --json)")
     raise SystemExit(0 if report.reconciled else 1)
 
 
@@ -288,10 +305,26 @@ def log_command(
         "",
         ("seq", "at", "provider", "kind", "memory", "content"),
         [
-            (e["seq"], e["at"], e["provider"], e["kind"], e["link_id"], _preview(e["content"]))
+            (
+                e["seq"] or "",
+                e["at"],
+                e["provider"],
+                _kind(e),
+                e["link_id"],
+                _preview(e["content"]),
+            )
             for e in entries
         ],
     )
+
+
+def _kind(entry: dict[str, object]) -> str:
+    """The journal kind; an adoption says what it was paired with."""
+    if entry["kind"] != "adopted":
+        return str(entry["kind"])
+    if entry.get("from_provider"):
+        return f"adopted (same text as {entry['from_provider']} {entry['from_provider_id']})"
+    return "adopted"
 
 
 @main.command()
@@ -309,7 +342,14 @@ def history(app: App, memory: str, as_json: bool) -> None:
         entries[0]["link_id"],
         ("seq", "at", "provider", "kind", "provider id", "content"),
         [
-            (e["seq"], e["at"], e["provider"], e["kind"], e["provider_id"], _preview(e["content"]))
+            (
+                e["seq"] or "",
+                e["at"],
+                e["provider"],
+                _kind(e),
+                e["provider_id"],
+                _preview(e["content"]),
+            )
             for e in entries
         ],
     )

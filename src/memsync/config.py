@@ -243,6 +243,9 @@ ProviderConfig = Annotated[
 class SyncConfig(_Strict):
     active: str
     conflict: Literal["error", "active", "newest", "keep-both"] = "newest"
+    # "content": a record no link claims is paired with another provider's unlinked copy of
+    # the same text in the same scope (see sync/adopt.py); "off": every such record is new.
+    adopt: Literal["content", "off"] = "content"
     max_delete: float = 25.0
     max_delete_count: int = Field(default=100, ge=0)
     interval: float = 300.0

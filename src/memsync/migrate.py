@@ -18,6 +18,9 @@ into a mnem store, with ADR-0024's semantics exactly:
 - it is idempotent: a memory already imported with the same content is counted as already
   present, never written twice; one imported before and changed in Mem0 since is reported
   as skipped (``memsync sync`` carries changes, a one-shot import does not overwrite);
+- a memory the target already holds under another id (the same text in the same scope, as
+  ``memsync.sameness`` defines it, one copy for one copy) is already present too: a second
+  run against a store that another tool filled imports nothing;
 - writes go in batched commits (one commit per ``batch_size`` memories).
 
 Mem0's per-memory edit history is not ported, only the current state: Mem0 keeps history per
@@ -30,6 +33,7 @@ memory id, with no store-wide event log to replay.
 from __future__ import annotations
 
 import inspect
+import itertools
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -48,6 +52,7 @@ from memsync.providers.mem0_common import record_from_mem0, scope_key_of
 from memsync.providers.mem0_paging import fetch_all
 from memsync.providers.mnem import MnemProvider, StagedChangesPresent
 from memsync.records import Outgoing, Record, Skipped
+from memsync.sameness import Copies, SameKey, same_key, scope_of, star_scope
 
 log = logging.getLogger("memsync.migrate")
 
@@ -151,8 +156,9 @@ def migrate(
                 f"{source.name} and {target.name} are the same store; migrate between two"
             )
         records = _list_source(source, report)
-        present = _fingerprints_by_origin(target)
-        to_write = _plan(source, target, records, present, report)
+        star = star_scope([source.scope_key(), target.scope_key()])
+        present, copies = _target_inventory(target, star)
+        to_write = _plan(source, target, records, present, copies, star, report)
         report.planned = len(to_write)
         if not dry_run:
             for start in range(0, len(to_write), batch_size):
@@ -191,38 +197,54 @@ def _list_source(source: Provider, report: MigrationReport) -> list[Record]:
     return records
 
 
-def _fingerprints_by_origin(target: Provider) -> dict[str, set[str]]:
-    present: dict[str, set[str]] = {}
-    for page in target.listing().pages():
-        for record in page.records:
-            present.setdefault(target.origin_of(record), set()).add(record.fingerprint)
-    for record in target.hidden_records():  # expired, kept but not served: present too
-        present.setdefault(target.origin_of(record), set()).add(record.fingerprint)
-    return present
+def _target_inventory(
+    target: Provider, star: str
+) -> tuple[dict[str, tuple[set[str], SameKey]], Copies]:
+    """The target's memories by origin (fingerprints, text key), and its copies per text."""
+    present: dict[str, tuple[set[str], SameKey]] = {}
+    copies = Copies()
+    listed = (record for page in target.listing().pages() for record in page.records)
+    # expired memories are kept but not served: they are present too
+    for record in itertools.chain(listed, target.hidden_records()):
+        key = same_key(scope_of(target.scope_key(), record.scope_key, star), record)
+        present.setdefault(target.origin_of(record), (set(), key))[0].add(record.fingerprint)
+        copies.add(key)
+    return present, copies
 
 
 def _plan(
     source: Provider,
     target: Provider,
     records: list[Record],
-    present: dict[str, set[str]],
+    present: dict[str, tuple[set[str], SameKey]],
+    copies: Copies,
+    star: str,
     report: MigrationReport,
 ) -> list[Outgoing]:
     to_write: list[Outgoing] = []
     seen: set[str] = set()
+    unmatched: list[tuple[str, Record]] = []
     for record in records:
         origin = source.origin_of(record)
         if origin in seen:  # offset paging may list a memory twice
             continue
         seen.add(origin)
         if origin not in present:
-            to_write.append(Outgoing.from_record(record, origin))
-        elif record.fingerprint in present[origin]:
+            unmatched.append((origin, record))
+            continue
+        fingerprints, key = present[origin]
+        copies.claim(key)  # this copy is the memory's own: no other source record takes it
+        if record.fingerprint in fingerprints:
             report.already_present += 1
         else:
             reason = CHANGED_REASON.format(target=target.name)
             log.warning("%s: skipped %s: %s", source.name, record.id, reason)
             report.skipped.append(Skipped(record.id, reason))
+    for origin, record in unmatched:
+        if copies.claim(same_key(scope_of(source.scope_key(), record.scope_key, star), record)):
+            report.already_present += 1  # held under another id: adopted, not imported
+        else:
+            to_write.append(Outgoing.from_record(record, origin))
     return to_write
 
 

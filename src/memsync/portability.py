@@ -2,9 +2,11 @@
 
 Import reads the header before anything is written (an invalid header writes nothing), then
 imports the good records and lists the bad ones by line or index. ``skip_duplicates`` skips a
-record whose id or content hash already exists in the same scope; ``overwrite`` replaces a
-memory with the same id and creates the rest. Duplicate lookups live in a temporary SQLite
-file, so neither side of an import has to fit in memory.
+record whose id the target already holds, or whose text it already holds in the same scope
+(``memsync.sameness``: one copy in the target answers for one copy in the file, as sync pairs
+them, so a file holding a text twice restores it twice into an empty store); ``overwrite``
+replaces a memory with the same id and creates the rest. Duplicate lookups live in a
+temporary SQLite file, so neither side of an import has to fit in memory.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from memsync.errors import ProviderError
 from memsync.pmm import Format, Header, Rejected, open_pmm, write_pmm_file, write_pmm_stream
 from memsync.providers.base import Provider, WriteOp
 from memsync.records import Outgoing, Record, Skipped
+from memsync.sameness import SameKey, same_key
 
 Strategy = Literal["skip_duplicates", "overwrite"]
 BATCH = 500
@@ -107,7 +110,8 @@ class _Existing:
     def __init__(self) -> None:
         self.db = sqlite3.connect("")  # "" = a private temporary file, removed on close
         self.db.execute("CREATE TABLE ids (scope TEXT, key TEXT, provider_id TEXT)")
-        self.db.execute("CREATE TABLE hashes (scope TEXT, hash TEXT)")
+        # Copies of each text the target holds that no file record has claimed yet.
+        self.db.execute("CREATE TABLE hashes (scope TEXT, hash TEXT, copies INTEGER)")
 
     def load(self, provider: Provider) -> None:
         for page in provider.listing().pages():
@@ -117,11 +121,16 @@ class _Existing:
                 rows.append((record.scope_key, provider.origin_of(record), record.id))
             self.db.executemany("INSERT INTO ids VALUES (?, ?, ?)", rows)
             self.db.executemany(
-                "INSERT INTO hashes VALUES (?, ?)",
-                [(r.scope_key, r.content_hash) for r in page.records],
+                "INSERT INTO hashes VALUES (?, ?, 1)",
+                [same_key(r.scope_key, r) for r in page.records],
             )
         self.db.execute("CREATE INDEX ids_key ON ids (scope, key)")
-        self.db.execute("CREATE INDEX hashes_hash ON hashes (scope, hash)")
+        self.db.execute(
+            "CREATE TABLE copies AS SELECT scope, hash, SUM(copies) AS copies FROM hashes "
+            "GROUP BY scope, hash"
+        )
+        self.db.execute("DROP TABLE hashes")
+        self.db.execute("CREATE UNIQUE INDEX copies_key ON copies (scope, hash)")
 
     def provider_id(self, scope: str, *keys: str) -> str | None:
         for key in keys:
@@ -132,15 +141,16 @@ class _Existing:
                 return str(row[0])
         return None
 
-    def has_hash(self, scope: str, content_hash: str) -> bool:
-        row = self.db.execute(
-            "SELECT 1 FROM hashes WHERE scope = ? AND hash = ?", (scope, content_hash)
-        ).fetchone()
-        return row is not None
+    def claim_copy(self, key: SameKey) -> bool:
+        """Take one unclaimed copy of the text: True when the target held one."""
+        cursor = self.db.execute(
+            "UPDATE copies SET copies = copies - 1 WHERE scope = ? AND hash = ? AND copies > 0",
+            key,
+        )
+        return cursor.rowcount > 0
 
-    def remember(self, scope: str, keys: list[str], content_hash: str) -> None:
+    def remember(self, scope: str, keys: list[str]) -> None:
         self.db.executemany("INSERT INTO ids VALUES (?, ?, '')", [(scope, k) for k in keys])
-        self.db.execute("INSERT INTO hashes VALUES (?, ?)", (scope, content_hash))
 
     def close(self) -> None:
         self.db.close()
@@ -205,11 +215,11 @@ def _plan_one(
     item = Outgoing.from_record(record, origin)
     item.scope_key = scope
     if strategy == "skip_duplicates" and (
-        match is not None or existing.has_hash(scope, record.content_hash)
+        match is not None or existing.claim_copy(same_key(scope, record))
     ):
         report.skipped_duplicate.append(label)
         return None
-    existing.remember(scope, keys, record.content_hash)
+    existing.remember(scope, keys)
     if match:
         return WriteOp("update", label, item=item, provider_id=match)
     return WriteOp("create", label, item=item)

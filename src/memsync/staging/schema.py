@@ -176,6 +176,31 @@ MIGRATIONS: tuple[Migration, ...] = (
         UPDATE records SET version = NULL;
         """,
     ),
+    Migration(
+        3,
+        "adoptions: records linked by content to a copy another provider already held",
+        """
+        -- Append-only, like the change journal: each row says that a provider's record, seen
+        -- under its own logical id (old_link_id), joined another memory because the two held
+        -- the same text in the same scope before memsync linked them.
+        CREATE TABLE adoptions (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id INTEGER,
+            at TEXT NOT NULL,
+            link_id TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            provider_id TEXT NOT NULL,
+            old_link_id TEXT NOT NULL,
+            from_provider TEXT,
+            from_provider_id TEXT,
+            scope_key TEXT,
+            content_hash TEXT NOT NULL
+        );
+        CREATE INDEX adoptions_by_link ON adoptions (link_id, seq);
+        CREATE INDEX adoptions_by_old_link ON adoptions (old_link_id);
+        CREATE INDEX adoptions_by_provider ON adoptions (provider, seq);
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

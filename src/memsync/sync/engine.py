@@ -39,6 +39,7 @@ from memsync.faults import fault_point
 from memsync.providers.base import Provider, WriteOp, WriteResult
 from memsync.records import Outgoing, Record, parse_instant, utc_now_iso
 from memsync.staging.store import RECORD_COLUMNS, StagingStore, dumps, record_row, row_record
+from memsync.sync.adopt import Adoption, adopt
 from memsync.sync.freshness import changed_targets
 from memsync.sync.mirror import (
     INSERT_JOURNAL,
@@ -83,6 +84,7 @@ class ProviderOutcome:
     written: int = 0
     failed: int = 0
     replanned: int = 0  # writes held back: the target changed after the mirror
+    adopted: int = 0  # records linked by content to a copy another provider already held
     seconds: float = 0.0  # time spent listing and writing this provider
 
     def as_dict(self) -> dict[str, Any]:
@@ -93,7 +95,7 @@ class ProviderOutcome:
         }
         if self.mirror:
             data.update(self.mirror.as_dict())
-        data.update({"written": self.written, "failed": self.failed})
+        data.update({"written": self.written, "failed": self.failed, "adopted": self.adopted})
         if self.replanned:
             data["replanned"] = self.replanned
         return data
@@ -119,6 +121,20 @@ class CycleReport:
         self.planned_total += 1
         if len(self.planned) < MAX_LISTED:
             self.planned.append(_action_dict(action))
+
+    def add_adoption(self, adoption: Adoption) -> None:
+        """An ``adopt`` action: no write, a record taking another's logical id."""
+        self.planned_total += 1
+        if len(self.planned) < MAX_LISTED:
+            self.planned.append(
+                {
+                    "action": "adopt",
+                    "memory": adoption.link_id,
+                    "provider": adoption.provider,
+                    "from": adoption.from_provider,
+                    "provider_id": adoption.provider_id,
+                }
+            )
 
     @property
     def refusals(self) -> dict[str, str]:
@@ -359,8 +375,38 @@ class Engine:
     def _plan(
         self, run_id: int, topology: Topology, report: CycleReport, options: SyncOptions
     ) -> None:
+        if options.dry_run:
+            # A dry run shows what adoption would link but keeps none of it: the relinks are
+            # rolled back once the plan has been read (no network call runs meanwhile).
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._adopt(run_id, report)
+                self._mark_dirty()
+                self._plan_dirty(run_id, topology, report, options)
+            finally:
+                self.conn.execute("ROLLBACK")
+            return
         with self.store.transaction():
+            self._adopt(run_id, report)
             self._mark_dirty()
+        fault_point("plan:adopted")
+        self._plan_dirty(run_id, topology, report, options)
+
+    def _adopt(self, run_id: int, report: CycleReport) -> None:
+        """Link what providers already held in common (``sync/adopt.py``), unless turned off."""
+        if self.config.sync.adopt == "off":
+            return
+        result = adopt(self.conn, self.providers, self.topology.active, run_id)
+        for name, count in result.by_provider.items():
+            if name in report.providers:
+                report.providers[name].adopted += count
+        for adoption in result.listed:
+            report.add_adoption(adoption)
+        report.planned_total += result.total - len(result.listed)
+
+    def _plan_dirty(
+        self, run_id: int, topology: Topology, report: CycleReport, options: SyncOptions
+    ) -> None:
         self._resolving = {
             row[0]
             for row in self.conn.execute("SELECT link_id FROM conflicts WHERE state = 'resolving'")

@@ -25,7 +25,7 @@ def _utc_text(value: str, what: str) -> str:
 def log_entries(
     store: StagingStore, *, provider: str | None = None, since: str | None = None, limit: int = 200
 ) -> list[dict[str, Any]]:
-    """The newest journal entries, newest last."""
+    """The newest journal entries, newest last; adoptions show as kind ``adopted``."""
     clauses, params = [], []
     if provider:
         clauses.append("provider = ?")
@@ -39,17 +39,54 @@ def log_entries(
         "ORDER BY seq DESC LIMIT ?",
         (*params, limit),
     ).fetchall()
-    return [dict(r) for r in reversed(rows)]
+    entries = [dict(r) for r in rows]
+    adopted = store.conn.execute(
+        "SELECT a.at, a.provider, a.provider_id, a.link_id, a.from_provider, a.from_provider_id, "
+        "(SELECT content FROM records r WHERE r.provider = a.provider "
+        "AND r.provider_id = a.provider_id) AS content "
+        f"FROM adoptions a {where.replace('WHERE ', 'WHERE a.').replace('AND ', 'AND a.')} "
+        "ORDER BY a.seq DESC LIMIT ?",
+        (*params, limit),
+    ).fetchall()
+    entries += [_adoption_entry(r) for r in adopted]
+    entries.sort(key=lambda e: (e["at"], e["kind"] != "added"))
+    return entries[-limit:]
+
+
+def _adoption_entry(row: Any) -> dict[str, Any]:
+    """An adoption as a journal entry: which record joined which memory, paired with what."""
+    return {
+        "seq": None,
+        "at": row["at"],
+        "provider": row["provider"],
+        "provider_id": row["provider_id"],
+        "link_id": row["link_id"],
+        "kind": "adopted",
+        "content": row["content"],
+        "from_provider": row["from_provider"],
+        "from_provider_id": row["from_provider_id"],
+    }
 
 
 def memory_history(store: StagingStore, memory: str) -> list[dict[str, Any]]:
-    """Every version of one memory seen in any provider; MEMORY is a memory or provider id."""
+    """Every version of one memory seen in any provider; MEMORY is a memory or provider id.
+
+    A record that was adopted (linked by content) was journalled under its own logical id
+    before it joined: those entries belong to the memory too, and the adoption is an entry.
+    """
+    conn = store.conn
     link = memory
-    row = store.conn.execute(
+    row = conn.execute(
         "SELECT link_id FROM changes WHERE link_id = ? LIMIT 1", (memory,)
     ).fetchone()
     if row is None:
-        row = store.conn.execute(
+        row = conn.execute(
+            "SELECT link_id FROM adoptions WHERE link_id = ? OR provider_id = ? "
+            "ORDER BY seq DESC LIMIT 1",
+            (memory, memory),
+        ).fetchone()
+    if row is None:
+        row = conn.execute(
             "SELECT link_id FROM changes WHERE provider_id = ? ORDER BY seq DESC LIMIT 1",
             (memory,),
         ).fetchone()
@@ -57,15 +94,46 @@ def memory_history(store: StagingStore, memory: str) -> list[dict[str, Any]]:
             raise MemsyncError(
                 f"no memory {memory!r} in the journal; `memsync log` lists what memsync has seen"
             )
-        link = row[0]
-    rows = store.conn.execute(
-        "SELECT seq, at, run_id, provider, provider_id, link_id, kind, content, metadata, "
-        "updated_at, fingerprint FROM changes WHERE link_id = ? ORDER BY seq",
-        (link,),
+    link = row[0]
+    adopted = conn.execute(
+        "SELECT at, provider, provider_id, link_id, old_link_id, from_provider, from_provider_id, "
+        "NULL AS content FROM adoptions WHERE link_id = ? OR old_link_id = ? ORDER BY seq",
+        (link, link),
     ).fetchall()
-    return [
+    if adopted and all(a["old_link_id"] == link for a in adopted):
+        link = adopted[-1]["link_id"]  # MEMORY named a record's id from before it was adopted
+        adopted = conn.execute(
+            "SELECT at, provider, provider_id, link_id, old_link_id, from_provider, "
+            "from_provider_id, NULL AS content FROM adoptions WHERE link_id = ? ORDER BY seq",
+            (link,),
+        ).fetchall()
+    links = [link, *(a["old_link_id"] for a in adopted if a["link_id"] == link)]
+    marks = ",".join("?" * len(links))
+    rows = conn.execute(
+        "SELECT seq, at, run_id, provider, provider_id, link_id, kind, content, metadata, "
+        f"updated_at, fingerprint FROM changes WHERE link_id IN ({marks}) ORDER BY seq",
+        links,
+    ).fetchall()
+    entries: list[dict[str, Any]] = [
         {**dict(r), "metadata": json.loads(r["metadata"]) if r["metadata"] else None} for r in rows
     ]
+    for adoption in adopted:
+        if adoption["link_id"] != link:
+            continue
+        entry = _adoption_entry(adoption)
+        entry.update({"run_id": None, "metadata": None, "updated_at": None, "fingerprint": None})
+        entry["old_link_id"] = adoption["old_link_id"]
+        # After the record's own first sighting, before anything written for the memory.
+        position = next(
+            (
+                i
+                for i, e in enumerate(entries)
+                if e["at"] > entry["at"] or (e["at"] == entry["at"] and e["kind"] == "written")
+            ),
+            len(entries),
+        )
+        entries.insert(position, entry)
+    return entries
 
 
 def records_at(store: StagingStore, provider: str, at: str) -> Iterator[Record]:

@@ -1,8 +1,14 @@
 """``memsync verify A B``: prove two providers hold the same memories, or show what differs.
 
 Compares live listings (not the staging mirror): the multiset of (normalised text, user
-metadata) within each provider's scope. Ids and timestamps differ between providers by
-nature and are not compared.
+metadata) within each provider's scope, so every copy of a text counts. Ids and timestamps
+differ between providers by nature and are not compared.
+
+Equal counts are not enough: two stores that each held a text before memsync linked them, and
+each got the other's copy (what a first sync without adoption does), hold it twice each, in
+step. The staging journal tells: each side holds, as a copy memsync wrote, a memory the other
+side held as its own before memsync linked them. Such a text is reported as duplicated, and
+the two are not called reconciled.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 from memsync.errors import MemsyncError
 from memsync.providers.base import Provider
 from memsync.records import canonical_json, normalise_text
+from memsync.staging.store import StagingStore
 
 
 @dataclass
@@ -33,16 +40,28 @@ class Difference:
 
 
 @dataclass
+class Duplicated:
+    """A text each side held as its own and also received from the other: copied both ways."""
+
+    content: str
+    copies: dict[str, int]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"content": self.content, "copies": self.copies}
+
+
+@dataclass
 class VerifyReport:
     a: str
     b: str
     count_a: int = 0
     count_b: int = 0
     differences: list[Difference] = field(default_factory=list)
+    duplicated: list[Duplicated] = field(default_factory=list)
 
     @property
     def reconciled(self) -> bool:
-        return not self.differences
+        return not self.differences and not self.duplicated
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -51,10 +70,98 @@ class VerifyReport:
             "count": {self.a: self.count_a, self.b: self.count_b},
             "reconciled": self.reconciled,
             "differences": [d.as_dict() for d in self.differences],
+            "duplicated": [d.as_dict() for d in self.duplicated],
         }
 
 
-def _inventory(provider: Provider) -> tuple[Counter[str], dict[str, tuple[str, dict[str, Any]]]]:
+class _Copies:
+    """Per text held more than once: the provider ids of its copies."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, list[str]] = {}
+        self.texts: dict[str, str] = {}
+
+    def add(self, record: Any) -> None:
+        self.ids.setdefault(record.content_hash, []).append(record.id)
+        self.texts.setdefault(record.content_hash, record.content)
+
+
+def _first_sightings(store: StagingStore, provider: str, ids: list[str]) -> dict[str, Any]:
+    """provider id -> (kind, seq, link_id) of the journal's first entry for it in its memory.
+
+    Looked up through the mirror's link and the journal's link index, so the cost is per id,
+    not per journal entry. A record adopted into another memory has its first sighting under
+    its old logical id: it is not found here, and rightly plays no part in a duplication.
+    """
+    found: dict[str, Any] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in store.conn.execute(
+            "SELECT r.provider_id, c.kind, c.seq, r.link_id FROM records r "
+            "JOIN changes c ON c.seq = (SELECT MIN(x.seq) FROM changes x "
+            "INDEXED BY changes_by_link WHERE x.link_id = r.link_id "
+            "AND x.provider = r.provider AND x.provider_id = r.provider_id) "
+            f"WHERE r.provider = ? AND r.provider_id IN ({marks})",
+            (provider, *chunk),
+        ):
+            found[row[0]] = (row[1], row[2], row[3])
+    return found
+
+
+def _copied_both_ways(
+    store: StagingStore, a: str, b: str, copies_a: _Copies, copies_b: _Copies
+) -> list[Duplicated]:
+    """Texts each side held before memsync linked them, then received from the other too.
+
+    From the journal: a copy memsync first saw in a listing is the provider's own; one it
+    first wrote is a copy. A text is duplicated when A's own copy was written into B and B's
+    own into A, both owners having been seen before either write (so adoption could have
+    paired them). A text written on one side after the other's copy arrived is not flagged.
+    """
+    found: list[Duplicated] = []
+    shared = [
+        h for h, ids in copies_a.ids.items() if len(ids) > 1 and len(copies_b.ids.get(h, [])) > 1
+    ]
+    if not shared:
+        return found
+    seen_a = _first_sightings(store, a, [i for h in shared for i in copies_a.ids[h]])
+    seen_b = _first_sightings(store, b, [i for h in shared for i in copies_b.ids[h]])
+    for text in shared:
+        own_a = {
+            seen_a[i][2]: seen_a[i][1] for i in copies_a.ids[text] if _kind(seen_a, i) == "added"
+        }
+        own_b = {
+            seen_b[i][2]: seen_b[i][1] for i in copies_b.ids[text] if _kind(seen_b, i) == "added"
+        }
+        into_a = {
+            seen_a[i][2]: seen_a[i][1] for i in copies_a.ids[text] if _kind(seen_a, i) == "written"
+        }
+        into_b = {
+            seen_b[i][2]: seen_b[i][1] for i in copies_b.ids[text] if _kind(seen_b, i) == "written"
+        }
+        for link_a, owned_a_at in own_a.items():
+            if link_a not in into_b:
+                continue
+            if any(
+                link_b in into_a
+                and max(owned_a_at, owned_b_at) < min(into_b[link_a], into_a[link_b])
+                for link_b, owned_b_at in own_b.items()
+            ):
+                counts = {a: len(copies_a.ids[text]), b: len(copies_b.ids[text])}
+                found.append(Duplicated(copies_a.texts[text], counts))
+                break
+    return sorted(found, key=lambda d: d.content)
+
+
+def _kind(seen: dict[str, Any], provider_id: str) -> str | None:
+    entry = seen.get(provider_id)
+    return entry[0] if entry and entry[2] is not None else None
+
+
+def _inventory(
+    provider: Provider, copies: _Copies
+) -> tuple[Counter[str], dict[str, tuple[str, dict[str, Any]]]]:
     counts: Counter[str] = Counter()
     examples: dict[str, tuple[str, dict[str, Any]]] = {}
     listing = provider.listing()
@@ -65,6 +172,7 @@ def _inventory(provider: Provider) -> tuple[Counter[str], dict[str, tuple[str, d
             key = canonical_json([normalise_text(record.content), record.metadata])
             counts[key] += 1
             examples.setdefault(key, (record.content, record.metadata))
+            copies.add(record)
     if not listing.complete:
         raise MemsyncError(
             f"cannot verify: the listing of {provider.name} was partial "
@@ -73,12 +181,16 @@ def _inventory(provider: Provider) -> tuple[Counter[str], dict[str, tuple[str, d
     return counts, examples
 
 
-def verify(a: Provider, b: Provider) -> VerifyReport:
+def verify(a: Provider, b: Provider, store: StagingStore | None = None) -> VerifyReport:
+    """Compare A and B; with the staging STORE, also find texts copied both ways."""
     report = VerifyReport(a.name, b.name)
+    copies_a, copies_b = _Copies(), _Copies()
     with a:
-        counts_a, examples_a = _inventory(a)
+        counts_a, examples_a = _inventory(a, copies_a)
     with b:
-        counts_b, examples_b = _inventory(b)
+        counts_b, examples_b = _inventory(b, copies_b)
+    if store is not None:
+        report.duplicated = _copied_both_ways(store, a.name, b.name, copies_a, copies_b)
     report.count_a, report.count_b = sum(counts_a.values()), sum(counts_b.values())
     for key in sorted(set(counts_a) | set(counts_b)):
         extra_a = counts_a[key] - counts_b[key]
