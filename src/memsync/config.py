@@ -111,6 +111,7 @@ class _Http(_Authenticated):
     base_url: str
     timeout: float = Field(default=30.0, gt=0)
     allow_insecure_http: bool = False
+    concurrency: int = Field(default=8, ge=1, le=64)  # writes and point reads in flight
 
     @field_validator("base_url")
     @classmethod

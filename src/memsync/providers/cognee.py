@@ -29,8 +29,18 @@ import httpx
 
 from memsync.config import CogneeConfig, Config
 from memsync.errors import AuthError, InvalidResponse, NotFound, ProviderError
-from memsync.providers.base import Capabilities, Listing, Page, require_content
+from memsync.providers.base import (
+    Capabilities,
+    Listing,
+    Page,
+    Provider,
+    WriteOp,
+    WriteResult,
+    require_content,
+)
+from memsync.providers.concurrent import lane_of
 from memsync.providers.http import (
+    DEFAULT_CONCURRENCY,
     AuthScheme,
     HttpProvider,
     RetryPolicy,
@@ -148,6 +158,7 @@ class CogneeProvider(HttpProvider):
         transport: httpx.BaseTransport | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
         super().__init__(
             name,
@@ -159,6 +170,7 @@ class CogneeProvider(HttpProvider):
             transport=transport,
             retry=retry,
             sleep=sleep,
+            concurrency=concurrency,
         )
         self.dataset = dataset
         self.auth: AuthScheme = auth if secret else "none"
@@ -337,6 +349,26 @@ class CogneeProvider(HttpProvider):
             if not self.gone():
                 raise
 
+    def write_many(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
+        """Concurrent writes, except that while the dataset does not exist yet, the first
+        create goes alone: Cognee makes a dataset per add that names it, so concurrent first
+        adds would make several datasets of the same name."""
+        try:
+            exists = self.dataset_id() is not None
+        except Exception as exc:
+            for op in ops:
+                yield WriteResult(op, error=exc)
+            return
+        first = next((op for op in ops if op.kind == "create"), None)
+        if (
+            not exists
+            and first is not None
+            and lane_of(first) not in {lane_of(op) for op in ops[: ops.index(first)]}
+        ):
+            yield from Provider.write_many(self, [first])
+            ops = [op for op in ops if op is not first]
+        yield from super().write_many(ops)
+
     def _add(self, item: Outgoing) -> tuple[str, bool]:
         """Upload one memory; its data id, and whether the item is new (not a dedup hit)."""
         try:
@@ -478,4 +510,5 @@ def build(name: str, entry: CogneeConfig, config: Config) -> CogneeProvider:
         auth=entry.auth,
         timeout=entry.timeout,
         allow_insecure_http=entry.allow_insecure_http,
+        concurrency=entry.concurrency,
     )

@@ -30,7 +30,13 @@ import httpx
 from memsync.config import Config, HindsightConfig
 from memsync.errors import InvalidResponse, NotFound, ProviderError
 from memsync.providers.base import Capabilities, Listing, Page, require_content
-from memsync.providers.http import HttpProvider, RetryPolicy, expect_list, expect_object
+from memsync.providers.http import (
+    DEFAULT_CONCURRENCY,
+    HttpProvider,
+    RetryPolicy,
+    expect_list,
+    expect_object,
+)
 from memsync.records import ORIGIN_KEY, Outgoing, Record, Skipped, parse_instant
 from memsync.secrets import Secret, resolve_secret
 
@@ -195,6 +201,7 @@ class HindsightProvider(HttpProvider):
         transport: httpx.BaseTransport | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
         super().__init__(
             name,
@@ -206,6 +213,7 @@ class HindsightProvider(HttpProvider):
             transport=transport,
             retry=retry,
             sleep=sleep,
+            concurrency=concurrency,
         )
         self.bank = bank
         self.lookback = lookback
@@ -556,5 +564,6 @@ def build(name: str, entry: HindsightConfig, config: Config) -> HindsightProvide
         secret=resolve_secret(name, entry.api_key_env, entry.api_key_file),
         timeout=entry.timeout,
         allow_insecure_http=entry.allow_insecure_http,
+        concurrency=entry.concurrency,
         lookback=entry.lookback,
     )
