@@ -11,6 +11,7 @@ and records every request so tests can assert what was sent.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -110,10 +111,19 @@ class Fault:
     status: int = 500
     retry_after: str | None = None
     seconds: float = 0.0
+    body: Any = None  # the error body; {"detail": "injected fault"} when None
 
     @classmethod
-    def error(cls, status: int = 500, retry_after: str | None = None) -> Fault:
-        return cls("status", status=status, retry_after=retry_after)
+    def error(cls, status: int = 500, retry_after: str | None = None, body: Any = None) -> Fault:
+        return cls("status", status=status, retry_after=retry_after, body=body)
+
+    @classmethod
+    def bad_gateway(cls, code: str = "upstream_unavailable") -> Fault:
+        """A proxy's 502 as hosted gateways send it: a code and a request id to quote."""
+        return cls.error(
+            502,
+            body={"error": "Bad gateway", "code": code, "request_id": "req_0123456789abcdef"},
+        )
 
     @classmethod
     def rate_limit(cls, retry_after: str | None = "1") -> Fault:
@@ -164,6 +174,10 @@ class Faults:
 
     plans: list[_Plan] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
+    # Seconds every request waits before it is served: a network round trip (or a server
+    # that checks each key with bcrypt). Requests in flight at once wait at the same time.
+    latency: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def inject(
         self, fault: Fault, *, method: str | None = None, path: str | None = None, times: int = 1
@@ -182,6 +196,10 @@ class Faults:
         ]
 
     def _take(self, method: str, path: str) -> Fault | None:
+        with self._lock:  # clients may send from several threads at once
+            return self._take_locked(method, path)
+
+    def _take_locked(self, method: str, path: str) -> Fault | None:
         for plan in self.plans:
             if plan.remaining <= 0:
                 continue
@@ -202,10 +220,13 @@ class Faults:
             self.seen.append(_seen(scope, body))
             fault = self._take(scope["method"], scope["path"])
             replay = _replay(body)
+            if self.latency > 0:
+                await anyio.sleep(self.latency)
             if fault is None:
                 await app(scope, replay, send)
             elif fault.kind == "status":
-                await _respond(send, fault.status, {"detail": "injected fault"}, fault.retry_after)
+                payload = fault.body if fault.body is not None else {"detail": "injected fault"}
+                await _respond(send, fault.status, payload, fault.retry_after)
             elif fault.kind == "stall":
                 await anyio.sleep(fault.seconds)
                 await app(scope, replay, send)

@@ -310,12 +310,15 @@ class HttpClient:
         # Time spent: the requests themselves plus the waits asked for (counted as asked, so
         # the budget holds whether ``sleep`` really sleeps or a test records it).
         waits = {"asked": 0.0, "slept": 0.0}
+        # A retry has just waited what it was asked: the shared pause is already served.
+        retried = {"waited": False}
 
         def sleep(seconds: float) -> None:
             before = time.monotonic()
             self._sleep(seconds)
             waits["slept"] += time.monotonic() - before
             waits["asked"] += seconds
+            retried["waited"] = True
 
         def spent() -> float:
             return time.monotonic() - started - waits["slept"] + waits["asked"]
@@ -363,16 +366,17 @@ class HttpClient:
             for attempt in retrying:
                 with attempt:
                     attempts += 1
-                    return parse(self._once(method, path, accept, **kwargs))
+                    honour, retried["waited"] = not retried["waited"], False
+                    return parse(self._once(method, path, accept, honour, **kwargs))
         except TransientProviderError as exc:
             raise _final(exc, attempts) from None
         raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
 
     def _once(
-        self, method: str, path: str, accept: tuple[int, ...], **kwargs: Any
+        self, method: str, path: str, accept: tuple[int, ...], honour_backoff: bool, **kwargs: Any
     ) -> httpx.Response:
         where = f"{method} {path}"
-        pause = self.backoff.remaining()
+        pause = self.backoff.remaining() if honour_backoff else 0.0
         if pause > 0:  # another worker was told to slow down: so is this one
             self._sleep(pause)
         try:
