@@ -34,9 +34,7 @@ def client(platform: Mem0PlatformDouble) -> MemoryClient:
 
 
 def add(client: MemoryClient, text: str, **kwargs: Any) -> str:
-    answer = client.add(
-        [{"role": "user", "content": text}], user_id="alice", infer=False, **kwargs
-    )
+    answer = client.add([{"role": "user", "content": text}], user_id="alice", infer=False, **kwargs)
     assert isinstance(answer, dict), answer  # an object with results, not a bare list
     (added,) = answer["results"]
     assert added["event"] == "ADD" and added["memory"] == text

@@ -391,7 +391,9 @@ def test_a_batch_update_removes_keys_from_what_the_staging_store_held(
     platform: Mem0PlatformDouble,
 ) -> None:
     provider = make(platform)
-    made = [provider.create(item(f"note {i}", origin=f"mnem:{i}", team="a", floor=i)) for i in range(3)]
+    made = [
+        provider.create(item(f"note {i}", origin=f"mnem:{i}", team="a", floor=i)) for i in range(3)
+    ]
     staged, _ = list_all(provider)
     by_id = {r.id: r for r in staged}
     before = len(platform.faults.seen)

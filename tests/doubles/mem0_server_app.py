@@ -6,6 +6,12 @@ loopback port) — the embedder is memsync's own ``HashEmbedder`` — so what me
 only the FastAPI shell: request validation (422), auth (X-API-Key / Bearer), ``top_k`` bounds,
 404s, and ``/openapi.json``.
 
+``honours_top_k=False`` is a server that drops ``top_k`` and answers its own default page
+(100). ``faults.latency`` delays every request (Mem0's server checks each key with bcrypt:
+about 300 ms), and ``Fault.bad_gateway()`` answers a proxy's 502 with a code and request id.
+Calls into the one ``Memory`` are serialised, as its local stores need; the latency is
+served outside that lock, so concurrent requests overlap as they would on a real server.
+
 ``supports_infer=False`` is a server from before the ``infer`` field: its request model
 silently drops ``infer`` and would run LLM extraction on every write. This double has no LLM,
 so any write that would reach extraction is answered 500 (as a server whose LLM is down) and
@@ -17,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 import warnings
 from typing import Any
 
@@ -38,6 +45,7 @@ from memsync.providers.hash_embedder import HashEmbedder
 
 DIMS = 64
 MAX_TOP_K = 1000  # server/main.py: ALL_MEMORIES_LIMIT
+DEFAULT_TOP_K = 100  # what Memory.get_all returns when no top_k reaches it
 
 
 def offline_memory() -> Memory:
@@ -107,8 +115,11 @@ class Mem0ServerDouble:
         supports_infer: bool = True,
         openapi: bool = True,
         memory: Memory | None = None,
+        honours_top_k: bool = True,
     ) -> None:
         self.api_key = api_key
+        self.honours_top_k = honours_top_k
+        self.lock = threading.Lock()
         self.bearer_token = bearer_token
         self.supports_infer = supports_infer
         self.openapi = openapi
@@ -186,7 +197,10 @@ class Mem0ServerDouble:
                 "paths": {
                     "/memories": {
                         "post": {"summary": "Create memories", "requestBody": body},
-                        "get": {"summary": "Get memories", "parameters": [top_k]},
+                        "get": {
+                            "summary": "Get memories",
+                            "parameters": [top_k] if self.honours_top_k else [],
+                        },
                     }
                 },
                 "components": {"schemas": components},
@@ -214,7 +228,10 @@ class Mem0ServerDouble:
             for k, v in create.model_dump().items()
             if v is not None and k not in ("messages", "infer")
         }
-        result = self.memory.add([m.model_dump() for m in create.messages], infer=False, **params)
+        with self.lock:
+            result = self.memory.add(
+                [m.model_dump() for m in create.messages], infer=False, **params
+            )
         return JSONResponse(result)
 
     async def get_all_memories(self, request: Request) -> Response:
@@ -225,7 +242,7 @@ class Mem0ServerDouble:
         if not filters:
             return JSONResponse({"detail": "At least one identifier is required."}, 400)
         params: dict[str, Any] = {"filters": filters}
-        if "top_k" in query:
+        if "top_k" in query and self.honours_top_k:
             try:
                 top_k = int(query["top_k"])
             except ValueError:
@@ -244,14 +261,18 @@ class Mem0ServerDouble:
                     status_code=422,
                 )
             params["top_k"] = top_k
+        if not self.honours_top_k:
+            params["top_k"] = DEFAULT_TOP_K  # the query's top_k never reached Memory.get_all
         if params.get("top_k") == 0:
             return JSONResponse({"results": []})
-        return JSONResponse(self.memory.get_all(**params))
+        with self.lock:
+            return JSONResponse(self.memory.get_all(**params))
 
     async def get_memory(self, request: Request) -> Response:
         if denied := self._unauthorized(request):
             return denied
-        return JSONResponse(self.memory.get(request.path_params["memory_id"]))
+        with self.lock:
+            return JSONResponse(self.memory.get(request.path_params["memory_id"]))
 
     async def update_memory(self, request: Request) -> Response:
         if denied := self._unauthorized(request):
@@ -267,9 +288,9 @@ class Mem0ServerDouble:
         if "metadata" in fields:
             params["metadata"] = update.metadata
         try:
-            return JSONResponse(
-                self.memory.update(memory_id=request.path_params["memory_id"], **params)
-            )
+            with self.lock:
+                answer = self.memory.update(memory_id=request.path_params["memory_id"], **params)
+            return JSONResponse(answer)
         except ValueError as exc:
             status = 404 if "not found" in str(exc).lower() else 400
             return JSONResponse({"detail": str(exc)}, status_code=status)
@@ -278,7 +299,8 @@ class Mem0ServerDouble:
         if denied := self._unauthorized(request):
             return denied
         try:
-            self.memory.delete(memory_id=request.path_params["memory_id"])
+            with self.lock:
+                self.memory.delete(memory_id=request.path_params["memory_id"])
         except ValueError as exc:
             status = 404 if "not found" in str(exc).lower() else 400
             return JSONResponse({"detail": str(exc)}, status_code=status)
