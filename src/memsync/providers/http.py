@@ -86,10 +86,19 @@ class SharedBackoff:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._until = 0.0
+        self._holder: int | None = None
 
     def hold(self, seconds: float) -> None:
         with self._lock:
-            self._until = max(self._until, time.monotonic() + seconds)
+            until = time.monotonic() + seconds
+            if until > self._until:
+                self._until, self._holder = until, threading.get_ident()
+
+    def release(self) -> None:
+        """The request that was told to wait has now been served: the pause is over."""
+        with self._lock:
+            if self._holder == threading.get_ident():
+                self._until, self._holder = 0.0, None
 
     def remaining(self) -> float:
         with self._lock:
@@ -367,7 +376,10 @@ class HttpClient:
                 with attempt:
                     attempts += 1
                     honour, retried["waited"] = not retried["waited"], False
-                    return parse(self._once(method, path, accept, honour, **kwargs))
+                    result = parse(self._once(method, path, accept, honour, **kwargs))
+                    if attempts > 1:
+                        self.backoff.release()
+                    return result
         except TransientProviderError as exc:
             raise _final(exc, attempts) from None
         raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
