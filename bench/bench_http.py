@@ -158,7 +158,7 @@ def first_sync(make: Callable[[], Target]) -> Run:
     ratio = seconds / floor(requests, CONCURRENCY)
     name = run.target.name
     report(
-        f"http first sync {N // 1000}k into {name} ({LATENCY * 1000:.0f} ms/request)",
+        f"http first sync {N / 1000:g}k into {name} ({LATENCY * 1000:.0f} ms/request)",
         ratio,
         "x the floor",
         f"<= 1.3x at concurrency {CONCURRENCY}",
@@ -188,10 +188,11 @@ def per_memory(run: Run, label: str, target: float, edited: int) -> None:
 
 def created_per_memory() -> None:
     run = Run(mem0_server(), N_BEFORE, CONCURRENCY)
-    _, listing_only, _ = run.cycle()  # nothing to write: the cost of listing and probing
-    fresh = Run(mem0_server(), N_BEFORE, CONCURRENCY)
-    _, requests, report_ = fresh.cycle()
-    written = report_["providers"]["remote"]["written"]
+    _, requests, first = run.cycle()
+    _, listing_only, quiet = run.cycle()  # nothing to write: the cost of listing and probing
+    assert quiet["actions_total"] == 0, quiet
+    written = first["providers"]["remote"]["written"]
+    assert written == N_BEFORE, first
     value = (requests - listing_only) / written
     report("requests per created memory (mem0-server)", value, " requests", "<= 1.0", value <= 1.0)
 
@@ -213,7 +214,7 @@ def quiet_platform() -> None:
     assert listed == N_QUIET and listing.complete
     ratio = seconds / alone
     report(
-        f"http no-change cycle {N_QUIET // 1000}k platform ({LATENCY * 1000:.0f} ms/request) "
+        f"http no-change cycle {N_QUIET / 1000:g}k platform ({LATENCY * 1000:.0f} ms/request) "
         "vs listing pages alone",
         ratio,
         "x",
