@@ -143,6 +143,7 @@ class Mem0OssConfig(_Authenticated):
     embedder: Literal["config", "hash"] = "config"
     telemetry: bool = False
     busy_timeout: float = 10.0  # how long open() waits for an application holding the store
+    concurrency: int = Field(default=8, ge=1, le=64)  # embedding calls in flight (writes: 1)
 
     _scope = field_validator("scope")(_check_scope)
     _busy_timeout = field_validator("busy_timeout", mode="before")(
