@@ -38,7 +38,7 @@ from memsync.providers.base import (
     WriteResult,
     require_content,
 )
-from memsync.providers.concurrent import lane_of
+from memsync.providers.concurrent import lane_of, read_concurrently
 from memsync.providers.http import (
     DEFAULT_CONCURRENCY,
     AuthScheme,
@@ -466,16 +466,22 @@ class CogneeListing(Listing):
         while True:
             items = provider.items(dataset_id, offset)
             page = Page([])
+            fresh = []
             for item in items:
                 if item["id"] in seen:
                     repeated += 1  # the pages shifted under the listing
                     continue
                 seen.add(item["id"])
-                try:
-                    text = provider.text_of(dataset_id, item)
-                except NotFound:
+                fresh.append(item)
+            texts = read_concurrently(
+                lambda item: provider.text_of(dataset_id, item), fresh, provider.concurrency
+            )
+            for item, text in zip(fresh, texts, strict=True):
+                if isinstance(text, NotFound):
                     self.mark_partial(f"item {item['id']} vanished while the dataset was read")
                     continue
+                if isinstance(text, Exception):
+                    raise text
                 result = (
                     text
                     if isinstance(text, Skipped)

@@ -5,7 +5,8 @@ writes in flight make a batch that many times faster. Writes are grouped into *l
 per logical memory (its origin, or for a delete the provider id): a lane runs on one worker
 in the order the engine gave, so two writes to one memory never overtake each other.
 
-Listings that page by number fetch pages ahead with ``PagesAhead``.
+Listings that page by number fetch pages ahead with ``PagesAhead``; listings that need one
+read per memory (Cognee's raw text) make them with ``read_concurrently``.
 
 Results come back in the order they complete, each as soon as its write returned, so the
 engine records outcomes exactly as it does for one-at-a-time writes. If the consumer stops
@@ -27,6 +28,7 @@ from memsync.providers.base import WriteOp, WriteResult
 
 Lane = list[WriteOp]
 T = TypeVar("T")
+K = TypeVar("K")
 
 
 def lane_of(op: WriteOp) -> str:
@@ -121,3 +123,21 @@ class PagesAhead(Generic[T]):
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
         self._ahead.clear()
+
+
+def read_concurrently(
+    read: Callable[[K], T], keys: list[K], concurrency: int
+) -> list[T | Exception]:
+    """``read`` of every key, ``concurrency`` at a time, in the keys' order; a read that
+    failed gives its exception in its place, for the caller to judge one by one."""
+
+    def attempt(key: K) -> T | Exception:
+        try:
+            return read(key)
+        except Exception as exc:
+            return exc
+
+    if concurrency <= 1 or len(keys) <= 1:
+        return [attempt(key) for key in keys]
+    with ThreadPoolExecutor(concurrency, thread_name_prefix="memsync-read") as pool:
+        return list(pool.map(attempt, keys))

@@ -30,6 +30,7 @@ import httpx
 from memsync.config import Config, HindsightConfig
 from memsync.errors import InvalidResponse, NotFound, ProviderError
 from memsync.providers.base import Capabilities, Listing, Page, require_content
+from memsync.providers.concurrent import read_concurrently
 from memsync.providers.http import (
     DEFAULT_CONCURRENCY,
     HttpProvider,
@@ -521,9 +522,16 @@ class HindsightListing(Listing):
                 page.skipped.append(Skipped(str(unit.get("id")), NO_DOCUMENT_REASON))
                 continue
             by_document[str(document)].append(unit)
-        for document, group in by_document.items():
+        groups = list(by_document.items())
+        texts = read_concurrently(
+            lambda entry: self.provider.document_text(DocumentRef(bank, entry[0]), entry[1]),
+            groups,
+            self.provider.concurrency,
+        )
+        for (document, group), text in zip(groups, texts, strict=True):
+            if isinstance(text, Exception):
+                raise text
             ref = DocumentRef(bank, document)
-            text = self.provider.document_text(ref, group)
             result = record_from_units(self.provider.record_id(ref), group, bank, text)
             if isinstance(result, Skipped):
                 page.skipped.append(result)
