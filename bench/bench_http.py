@@ -184,6 +184,7 @@ def per_memory(run: Run, label: str, target: float, edited: int) -> None:
     assert written == edited, changed
     value = (requests - listing_only) / written
     report(label, value, " requests", f"<= {target:g}", value <= target)
+    print(f"# {requests - listing_only} requests for {written} updates ({value:.4f})", flush=True)
 
 
 def created_per_memory() -> None:
@@ -229,6 +230,48 @@ def quiet_platform() -> None:
     )
 
 
+class SlowEmbedder:
+    """A remote embedder's cost: each call waits LATENCY, as a network round trip does."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.config = inner.config
+        self.calls = 0
+
+    def embed(self, text: Any, memory_action: str | None = None) -> Any:
+        self.calls += 1
+        time.sleep(LATENCY)
+        return self.inner.embed(text, memory_action)
+
+
+def mem0_oss_remote_embedder() -> None:
+    """A first sync into mem0-oss whose embedder costs 50 ms a call: concurrency 8 against 1."""
+    from tests.doubles.mem0_server_app import offline_memory
+
+    from memsync.providers.mem0_oss import Mem0OssProvider
+
+    n = N_BEFORE
+    seconds: dict[int, float] = {}
+    for concurrency in (1, CONCURRENCY):
+        memory = offline_memory()
+        memory.embedding_model = SlowEmbedder(memory.embedding_model)
+        target = Mem0OssProvider.from_memory(
+            "remote", memory, {"user_id": "alice"}, concurrency=concurrency
+        )
+        run = Run(Target("mem0-oss", None, lambda c, t=target: t), n, concurrency)
+        run.target.requests = lambda: 0  # type: ignore[method-assign]
+        seconds[concurrency], _, _ = run.cycle()
+        assert memory.embedding_model.calls == n
+    ratio = seconds[CONCURRENCY] / seconds[1]
+    print(
+        f"# mem0-oss first sync {n} with a {LATENCY * 1000:.0f} ms embedder: "
+        f"{seconds[1] / n * 1000:.1f} ms/memory at concurrency 1, "
+        f"{seconds[CONCURRENCY] / n * 1000:.1f} at {CONCURRENCY} "
+        f"(embeddings ahead, adds one at a time): {ratio:.2f}x",
+        flush=True,
+    )
+
+
 def main() -> None:
     platform = first_sync(mem0_platform)
     per_memory(platform, "requests per updated memory (mem0-platform, batch)", 0.01, N)
@@ -237,6 +280,7 @@ def main() -> None:
     created_per_memory()
     first_sync(hindsight)
     quiet_platform()
+    mem0_oss_remote_embedder()
 
 
 if __name__ == "__main__":
