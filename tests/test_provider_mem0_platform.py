@@ -126,6 +126,24 @@ def test_requests_have_the_shapes_memoryclient_sends(platform: Mem0PlatformDoubl
     assert platform.extraction_requests == 0
 
 
+def test_org_and_project_go_only_when_configured_as_memoryclient_does(
+    platform: Mem0PlatformDouble,
+) -> None:
+    provider = make(platform)
+    made = provider.create(item("one", origin="mnem:1"))
+    (staged,), _ = list_all(provider)
+    provider.get(made.id)
+    provider.update(made.id, item("one v2", origin="mnem:1"))
+    list(provider.write_many([WriteOp("delete", "d", provider_id=made.id)]))
+    provider.check()
+    assert len(platform.faults.seen) >= 6
+    for seen in platform.faults.seen:
+        assert "org_id" not in seen.query and "project_id" not in seen.query, seen.path
+    configured = make(platform, org_id="org_1", project_id="proj_1")
+    configured.get(staged.id)
+    assert platform.faults.seen[-1].query == {"org_id": ["org_1"], "project_id": ["proj_1"]}
+
+
 def test_the_run_id_listed_as_session_id_scopes_and_maps_back(
     platform: Mem0PlatformDouble,
 ) -> None:
