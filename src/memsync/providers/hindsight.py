@@ -30,7 +30,7 @@ import httpx
 from memsync.config import Config, HindsightConfig
 from memsync.errors import InvalidResponse, NotFound, ProviderError
 from memsync.providers.base import Capabilities, Listing, Page, require_content
-from memsync.providers.concurrent import read_concurrently
+from memsync.providers.concurrent import PagesAhead, read_concurrently
 from memsync.providers.http import (
     DEFAULT_CONCURRENCY,
     HttpProvider,
@@ -295,16 +295,34 @@ class HindsightProvider(HttpProvider):
         """
         path = f"{self._bank_path(bank)}/memories/list"
         seen: dict[str, dict[str, Any]] = {}
+        # Once the first page has told the total, the pages it implies are fetched ahead.
+        ahead = PagesAhead(
+            lambda n: self._page(
+                path, {**filters, "limit": self.page_size, "offset": (n - 1) * self.page_size}
+            ),
+            self.concurrency,
+        )
+        try:
+            return self._units(ahead, seen)
+        except NotFound:
+            self._confirm_server()
+            return [], True
+        finally:
+            ahead.close()
+
+    def _units(
+        self, ahead: PagesAhead[dict[str, Any]], seen: dict[str, dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], bool]:
         first_total: int | None = None
         steady = True
         offset = 0
+        number = 1
         while True:
-            try:
-                body = self._page(path, {**filters, "limit": self.page_size, "offset": offset})
-            except NotFound:
-                self._confirm_server()
-                return [], True
+            body = ahead.get(number)
             total = _total(self.name, body, "memories/list")
+            if number == 1:
+                ahead.last = -(-total // self.page_size)
+            number += 1
             rows = expect_list(self.name, body.get("items"), "memories/list: items")
             first_total = total if first_total is None else first_total
             steady = steady and total == first_total
