@@ -38,7 +38,7 @@ from memsync.providers.base import (
     WriteResult,
     require_content,
 )
-from memsync.providers.concurrent import lane_of, read_concurrently
+from memsync.providers.concurrent import PagesAhead, lane_of, read_concurrently
 from memsync.providers.http import (
     DEFAULT_CONCURRENCY,
     AuthScheme,
@@ -462,40 +462,49 @@ class CogneeListing(Listing):
             return
         seen: set[str] = set()
         repeated = 0
-        offset = 0
-        while True:
-            items = provider.items(dataset_id, offset)
-            page = Page([])
-            fresh = []
-            for item in items:
-                if item["id"] in seen:
-                    repeated += 1  # the pages shifted under the listing
-                    continue
-                seen.add(item["id"])
-                fresh.append(item)
-            texts = read_concurrently(
-                lambda item: provider.text_of(dataset_id, item), fresh, provider.concurrency
-            )
-            for item, text in zip(fresh, texts, strict=True):
-                if isinstance(text, NotFound):
-                    self.mark_partial(f"item {item['id']} vanished while the dataset was read")
-                    continue
-                if isinstance(text, Exception):
-                    raise text
-                result = (
-                    text
-                    if isinstance(text, Skipped)
-                    else record_from_item(item, text, provider.dataset)
+        # The count said how many pages there are: they are fetched ahead.
+        ahead = PagesAhead(
+            lambda n: provider.items(dataset_id, (n - 1) * provider.page_size),
+            provider.concurrency,
+        )
+        ahead.last = -(-before // provider.page_size)
+        number = 1
+        try:
+            while True:
+                items = ahead.get(number)
+                page = Page([])
+                fresh = []
+                for item in items:
+                    if item["id"] in seen:
+                        repeated += 1  # the pages shifted under the listing
+                        continue
+                    seen.add(item["id"])
+                    fresh.append(item)
+                texts = read_concurrently(
+                    lambda item: provider.text_of(dataset_id, item), fresh, provider.concurrency
                 )
-                if isinstance(result, Skipped):
-                    page.skipped.append(result)
-                else:
-                    page.records.append(result)
-            if page.records or page.skipped:
-                yield page
-            offset += len(items)
-            if len(items) < provider.page_size:
-                break
+                for item, text in zip(fresh, texts, strict=True):
+                    if isinstance(text, NotFound):
+                        self.mark_partial(f"item {item['id']} vanished while the dataset was read")
+                        continue
+                    if isinstance(text, Exception):
+                        raise text
+                    result = (
+                        text
+                        if isinstance(text, Skipped)
+                        else record_from_item(item, text, provider.dataset)
+                    )
+                    if isinstance(result, Skipped):
+                        page.skipped.append(result)
+                    else:
+                        page.records.append(result)
+                if page.records or page.skipped:
+                    yield page
+                if len(items) < provider.page_size:
+                    break
+                number += 1
+        finally:
+            ahead.close()
         after = provider.count(dataset_id)
         if repeated or not before == after == len(seen):
             self.mark_partial(
