@@ -322,9 +322,18 @@ class CogneeProvider(HttpProvider):
         return held
 
     def update(self, provider_id: str, item: Outgoing) -> Record:
-        """Add the new version, then delete the old one: the id changes (see module doc)."""
+        return self.update_op(WriteOp("update", provider_id, item=item, provider_id=provider_id))
+
+    def update_op(self, op: WriteOp) -> Record:
+        """Add the new version, then delete the old one: the id changes (see module doc).
+
+        What the old version held comes from the staging store (``op.previous``) when the
+        engine has it: finding one item otherwise means paging the whole dataset.
+        """
+        assert op.item is not None and op.provider_id is not None
+        item, provider_id = op.item, op.provider_id
         require_content(self.name, item)
-        old = self.get(provider_id)
+        old = op.previous if op.previous is not None else self.get(provider_id)
         if old is None:
             raise NotFound(f"{self.name}: no memory {provider_id!r} to update")
         if old.content_hash == item.content_hash:
