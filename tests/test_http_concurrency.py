@@ -10,7 +10,7 @@ import httpx
 
 from memsync.errors import AuthError
 from memsync.providers.base import WriteOp, WriteResult
-from memsync.providers.concurrent import PagesAhead, write_concurrently
+from memsync.providers.concurrent import PagesAhead, lanes, write_concurrently
 from memsync.providers.http import HttpClient, RetryPolicy
 from memsync.records import Outgoing
 
@@ -142,3 +142,10 @@ def test_pages_ahead_hands_pages_out_in_order_with_their_errors() -> None:
         assert "page 4" in str(exc)
     ahead.close()
     assert {1, 2, 3, 4} <= set(fetched) and len(fetched) == len(set(fetched))  # none twice
+
+
+def test_a_delete_shares_the_lane_of_an_update_to_the_same_memory() -> None:
+    update = WriteOp("update", "u", item=Outgoing(origin="mnem:a", content="v2"), provider_id="p1")
+    delete = WriteOp("delete", "d", provider_id="p1")
+    other = op("o", "mnem:b")
+    assert lanes([update, other, delete]) == [[update, delete], [other]]

@@ -38,12 +38,32 @@ def lane_of(op: WriteOp) -> str:
     return f"id:{op.provider_id or op.key}"
 
 
+def _names(op: WriteOp) -> set[str]:
+    """Everything that identifies the memory an op touches: its origin and its id."""
+    names = {lane_of(op)}
+    if op.provider_id:
+        names.add(f"id:{op.provider_id}")
+    return names
+
+
 def lanes(ops: list[WriteOp]) -> list[Lane]:
-    """The ops grouped by logical memory, each group in the given order."""
-    grouped: dict[str, Lane] = {}
-    for op in ops:
-        grouped.setdefault(lane_of(op), []).append(op)
-    return list(grouped.values())
+    """The ops grouped by the memory they touch (same origin or same provider id), each
+    group in the given order."""
+    lane_by_name: dict[str, int] = {}
+    members: dict[int, list[int]] = {}
+    for index, op in enumerate(ops):
+        found = sorted({lane_by_name[n] for n in _names(op) if n in lane_by_name})
+        lane = found[0] if found else index
+        members.setdefault(lane, [])
+        for other in found[1:]:  # this op ties two lanes together: they become one
+            members[lane].extend(members.pop(other))
+            for name, owner in lane_by_name.items():
+                if owner == other:
+                    lane_by_name[name] = lane
+        members[lane].append(index)
+        for name in _names(op):
+            lane_by_name[name] = lane
+    return [[ops[i] for i in sorted(indices)] for _, indices in sorted(members.items())]
 
 
 def write_concurrently(
