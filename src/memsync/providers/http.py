@@ -219,7 +219,9 @@ class HttpClient:
         self._client = httpx.Client(
             base_url=self.base_url,
             auth=hook,
-            timeout=httpx.Timeout(timeout),
+            # Waiting for a free connection is queueing behind our own requests, each bounded
+            # by the timeout: it is not the server being slow, so it has no limit of its own.
+            timeout=httpx.Timeout(timeout, pool=None),
             verify=True,
             follow_redirects=False,
             transport=transport,
