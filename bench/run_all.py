@@ -22,6 +22,7 @@ BENCHES = [
     "bench.bench_mnem_work",
     "bench.bench_first_sync",
     "bench.bench_adopt",
+    "bench.bench_http",
 ]
 
 

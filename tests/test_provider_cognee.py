@@ -16,7 +16,7 @@ import pytest
 from memsync.config import parse_config
 from memsync.errors import AuthError, InvalidResponse, ProviderError, TransientProviderError
 from memsync.providers import build_provider
-from memsync.providers.base import Provider
+from memsync.providers.base import Provider, WriteOp
 from memsync.providers.cognee import CREATED_KEY, CogneeProvider, text_file_name
 from memsync.providers.http import RetryPolicy
 from memsync.records import ORIGIN_KEY
@@ -130,6 +130,26 @@ def test_update_replaces_the_item_under_a_new_id(double: CogneeDouble) -> None:
         {"team": "b"},
         "mem0:u",
     )
+
+
+def test_an_update_with_a_staged_copy_does_not_page_the_dataset_to_find_the_old_item(
+    double: CogneeDouble,
+) -> None:
+    provider = provider_on(double)
+    for i in range(3):
+        provider.create(item(f"memory {i}", origin=f"mem0:{i}"))
+    created = provider.create(item("works at ACME", origin="mem0:u", team="a"))
+    staged = {r.id: r for r in list_all(provider)[0]}[created.id]
+    before = len(double.faults.seen)
+    outgoing = item("works at Globex", origin="mem0:u", team="b")
+    (result,) = provider.write_many(
+        [WriteOp("update", "u", item=outgoing, provider_id=created.id, previous=staged)]
+    )
+    assert result.error is None
+    sent = [(s.method, s.path.rsplit("/", 1)[-1]) for s in double.faults.seen[before:]]
+    assert sent == [("POST", "add"), ("DELETE", created.id)]  # no listing, no raw read
+    contents = sorted(r.content for r in list_all(provider)[0])
+    assert contents == ["memory 0", "memory 1", "memory 2", "works at Globex"]
 
 
 def test_a_metadata_only_update_is_stored(double: CogneeDouble) -> None:

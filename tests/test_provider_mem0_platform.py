@@ -60,9 +60,10 @@ def make(
     return provider
 
 
-@pytest.fixture
-def platform() -> Mem0PlatformDouble:
-    return Mem0PlatformDouble(api_key=KEY)
+@pytest.fixture(params=["replace", "merge"])
+def platform(request: pytest.FixtureRequest) -> Mem0PlatformDouble:
+    """Whether a PUT replaces or merges metadata is undocumented: every test runs under both."""
+    return Mem0PlatformDouble(api_key=KEY, metadata_mode=request.param)
 
 
 class TestMem0PlatformContract(ProviderContract):
@@ -123,6 +124,24 @@ def test_requests_have_the_shapes_memoryclient_sends(platform: Mem0PlatformDoubl
     assert listed[0].query["page"] == ["1"] and listed[0].query["page_size"] == ["25"]
     assert listed[0].body == {"filters": {"user_id": "alice"}, "show_expired": True}
     assert platform.extraction_requests == 0
+
+
+def test_org_and_project_go_only_when_configured_as_memoryclient_does(
+    platform: Mem0PlatformDouble,
+) -> None:
+    provider = make(platform)
+    made = provider.create(item("one", origin="mnem:1"))
+    (staged,), _ = list_all(provider)
+    provider.get(made.id)
+    provider.update(made.id, item("one v2", origin="mnem:1"))
+    list(provider.write_many([WriteOp("delete", "d", provider_id=made.id)]))
+    provider.check()
+    assert len(platform.faults.seen) >= 6
+    for seen in platform.faults.seen:
+        assert "org_id" not in seen.query and "project_id" not in seen.query, seen.path
+    configured = make(platform, org_id="org_1", project_id="proj_1")
+    configured.get(staged.id)
+    assert platform.faults.seen[-1].query == {"org_id": ["org_1"], "project_id": ["proj_1"]}
 
 
 def test_the_run_id_listed_as_session_id_scopes_and_maps_back(
@@ -193,12 +212,14 @@ def test_incremental_listing_reads_only_recent_changes_and_names_no_deletes(
     old = datetime.now(UTC) - timedelta(days=2)
     platform.insert("old and unchanged", user_id="alice", created_at=old)
     platform._last = old  # the double's clock: next writes are stamped after `old`
-    first = provider.create(item("written before the cursor"))
+    first = provider.get(provider.create(item("written before the cursor")).id)
+    assert first is not None
     _, full = list_all(provider)
     assert full.complete and full.mode == "full"
     cursor = full.cursor
     assert parse_instant(cursor) == parse_instant(first.updated_at)
-    later = provider.create(item("written after the cursor"))
+    later = provider.get(provider.create(item("written after the cursor")).id)
+    assert later is not None
     records, incremental = _collect(provider, cursor)
     # The look-back re-reads the boundary; the old memory is not read at all.
     assert {r.content for r in records} == {"written before the cursor", "written after the cursor"}
@@ -239,6 +260,7 @@ def test_write_many_batches_updates_and_deletes(platform: Mem0PlatformDouble) ->
                 f"u{i}",
                 item=item(f"note {i} v2", origin=f"mnem:{i}", v=2),
                 provider_id=made[i].id,
+                previous=made[i],  # what the staging store holds, as the engine passes it
             )
             for i in range(4)
         ),
@@ -280,7 +302,7 @@ def test_a_batch_during_an_outage_fails_each_op_for_a_later_retry(
     kept = provider.create(item("kept"))
     platform.faults.inject(Fault.error(503), method="PUT", path="/v1/batch/", times=99)
     (result,) = provider.write_many(
-        [WriteOp("update", "k", item=item("kept v2"), provider_id=kept.id)]
+        [WriteOp("update", "k", item=item("kept v2"), provider_id=kept.id, previous=kept)]
     )
     assert isinstance(result.error, TransientProviderError)
     assert len(platform.faults.requests("PUT")) == 3  # retried, never replayed one by one
@@ -365,3 +387,46 @@ scope = { user_id = "alice" }
     assert "api.mem0.ai" in provider.identity()
     with pytest.raises(ConfigError, match="allow_insecure_http"):
         build_provider("m0p", parse_config(keyed + 'base_url = "http://mem0.example.com"\n'))
+
+
+# metadata under either PUT mode ----------------------------------------------------------------
+
+
+def test_an_update_removes_a_metadata_key_whether_put_merges_or_replaces(
+    platform: Mem0PlatformDouble,
+) -> None:
+    provider = make(platform)
+    created = provider.create(item("works at ACME", origin="mnem:9", team="a", floor=3))
+    outgoing = item("works at ACME", origin="mnem:9", team="b")
+    provider.update(created.id, outgoing)
+    (record,), _ = list_all(provider)
+    assert record.metadata == {"team": "b"}
+    assert record.fingerprint == outgoing.fingerprint
+    provider.update(created.id, item("works at ACME", origin="mnem:9", team="b", floor=4))
+    assert provider.get(created.id).metadata == {"team": "b", "floor": 4}  # type: ignore[union-attr]
+
+
+def test_a_batch_update_removes_keys_from_what_the_staging_store_held(
+    platform: Mem0PlatformDouble,
+) -> None:
+    provider = make(platform)
+    made = [
+        provider.create(item(f"note {i}", origin=f"mnem:{i}", team="a", floor=i)) for i in range(3)
+    ]
+    staged, _ = list_all(provider)
+    by_id = {r.id: r for r in staged}
+    before = len(platform.faults.seen)
+    ops = [
+        WriteOp(
+            "update",
+            f"u{i}",
+            item=item(f"note {i}", origin=f"mnem:{i}", team="b"),
+            provider_id=made[i].id,
+            previous=by_id[made[i].id],
+        )
+        for i in range(3)
+    ]
+    assert all(r.error is None for r in provider.write_many(ops))
+    assert [(s.method, s.path) for s in platform.faults.seen[before:]] == [("PUT", "/v1/batch/")]
+    records, _ = list_all(provider)
+    assert [r.metadata for r in records] == [{"team": "b"}] * 3

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import uuid
 from typing import Any
 
@@ -24,7 +25,7 @@ from memsync.errors import (
     TransientProviderError,
 )
 from memsync.providers import build_provider
-from memsync.providers.base import Provider
+from memsync.providers.base import Provider, WriteOp
 from memsync.providers.http import RetryPolicy
 from memsync.providers.mem0_server import Mem0ServerProvider
 from memsync.records import Outgoing
@@ -336,3 +337,81 @@ def test_identity_changes_with_endpoint_and_scope(server: Mem0ServerDouble) -> N
     assert "mem0.test" in a.identity() and KEY not in a.identity()
     outgoing = Outgoing(origin="mnem:x", content="x")
     assert a.scope_key() == "alice" and outgoing.scope_key == ""
+
+
+# round trips and the server's own behaviours ---------------------------------------------------
+
+
+def test_a_create_is_one_request_and_an_update_with_a_staged_copy_is_one_put(
+    server: Mem0ServerDouble,
+) -> None:
+    provider = make(server)
+    provider.features()
+    before = len(server.faults.seen)
+    created = provider.create(item("works at ACME", origin="mnem:1", team="a", floor=3))
+    assert [(s.method, s.path) for s in server.faults.seen[before:]] == [("POST", "/memories")]
+    (staged,), _ = list_all(provider)
+    before = len(server.faults.seen)
+    outgoing = item("works at Globex", origin="mnem:1", team="b")
+    (result,) = provider.write_many(
+        [WriteOp("update", "u", item=outgoing, provider_id=created.id, previous=staged)]
+    )
+    assert result.error is None and result.record is not None
+    assert result.record.fingerprint == outgoing.fingerprint
+    assert [(s.method, s.path) for s in server.faults.seen[before:]] == [
+        ("PUT", f"/memories/{created.id}")
+    ]
+    (record,), _ = list_all(provider)  # Mem0 merged, yet the removed key is gone
+    assert (record.content, record.metadata) == ("works at Globex", {"team": "b"})
+
+
+def test_a_server_that_ignores_top_k_never_yields_a_complete_listing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = Mem0ServerDouble(api_key=KEY, honours_top_k=False)
+    provider = make(server)
+    for i in range(3):
+        provider.create(item(f"memory {i}"))
+    records, listing = list_all(provider)
+    assert len(records) == 3
+    assert not listing.complete and "top_k" in (listing.partial_reason or "")
+
+
+def test_a_gateway_502_is_retried_and_its_body_never_crashes_the_message(
+    server: Mem0ServerDouble,
+) -> None:
+    provider = make(server)
+    server.faults.inject(Fault.bad_gateway(), method="GET", path="/memories", times=99)
+    with pytest.raises(TransientProviderError, match="HTTP 502"):
+        list_all(provider)
+    assert len(server.faults.requests("GET", "/memories")) == FAST.attempts
+
+
+def test_writes_run_concurrently_against_a_slow_server(server: Mem0ServerDouble) -> None:
+    server.faults.latency = 0.2
+    in_flight = {"now": 0, "most": 0}
+    lock = threading.Lock()
+    inner = server.app
+
+    async def counting(scope: Any, receive: Any, send: Any) -> None:
+        with lock:
+            in_flight["now"] += 1
+            in_flight["most"] = max(in_flight["most"], in_flight["now"])
+        try:
+            await inner(scope, receive, send)
+        finally:
+            with lock:
+                in_flight["now"] -= 1
+
+    server.app = counting
+    provider = make(server, concurrency=8)
+    ops = [
+        WriteOp("create", f"c{i}", item=item(f"memory {i}", origin=f"mnem:{i}")) for i in range(16)
+    ]
+    results = list(provider.write_many(ops))
+    assert sorted(r.op.key for r in results) == sorted(op.key for op in ops)
+    assert all(r.error is None for r in results)
+    assert in_flight["most"] > 1  # several requests were on the wire at once
+    server.faults.latency = 0.0
+    records, _ = list_all(provider)
+    assert sorted(r.content for r in records) == sorted(f"memory {i}" for i in range(16))

@@ -111,6 +111,7 @@ class _Http(_Authenticated):
     base_url: str
     timeout: float = Field(default=30.0, gt=0)
     allow_insecure_http: bool = False
+    concurrency: int = Field(default=8, ge=1, le=64)  # writes and point reads in flight
 
     @field_validator("base_url")
     @classmethod
@@ -142,6 +143,7 @@ class Mem0OssConfig(_Authenticated):
     embedder: Literal["config", "hash"] = "config"
     telemetry: bool = False
     busy_timeout: float = 10.0  # how long open() waits for an application holding the store
+    concurrency: int = Field(default=8, ge=1, le=64)  # embedding calls in flight (writes: 1)
 
     _scope = field_validator("scope")(_check_scope)
     _busy_timeout = field_validator("busy_timeout", mode="before")(

@@ -13,6 +13,7 @@ and records every request so tests can assert what was sent. A fault built with
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -113,12 +114,28 @@ class Fault:
     retry_after: str | None = None
     seconds: float = 0.0
     after_acting: bool = False  # the double does the request's work, then the fault
+    body: Any = None  # the error body; {"detail": "injected fault"} when None
 
     @classmethod
     def error(
-        cls, status: int = 500, retry_after: str | None = None, *, after_acting: bool = False
+        cls,
+        status: int = 500,
+        retry_after: str | None = None,
+        body: Any = None,
+        *,
+        after_acting: bool = False,
     ) -> Fault:
-        return cls("status", status=status, retry_after=retry_after, after_acting=after_acting)
+        return cls(
+            "status", status=status, retry_after=retry_after, body=body, after_acting=after_acting
+        )
+
+    @classmethod
+    def bad_gateway(cls, code: str = "upstream_unavailable") -> Fault:
+        """A proxy's 502 as hosted gateways send it: a code and a request id to quote."""
+        return cls.error(
+            502,
+            body={"error": "Bad gateway", "code": code, "request_id": "req_0123456789abcdef"},
+        )
 
     @classmethod
     def rate_limit(cls, retry_after: str | None = "1") -> Fault:
@@ -170,6 +187,10 @@ class Faults:
 
     plans: list[_Plan] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
+    # Seconds every request waits before it is served: a network round trip (or a server
+    # that checks each key with bcrypt). Requests in flight at once wait at the same time.
+    latency: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def inject(
         self,
@@ -195,6 +216,10 @@ class Faults:
         ]
 
     def _take(self, method: str, path: str) -> Fault | None:
+        with self._lock:  # clients may send from several threads at once
+            return self._take_locked(method, path)
+
+    def _take_locked(self, method: str, path: str) -> Fault | None:
         for plan in self.plans:
             if plan.remaining <= 0:
                 continue
@@ -217,6 +242,8 @@ class Faults:
             self.seen.append(_seen(scope, body))
             fault = self._take(scope["method"], scope["path"])
             replay = _replay(body)
+            if self.latency > 0:
+                await anyio.sleep(self.latency)
             if fault is not None and fault.after_acting:
                 await app(scope, replay, _discard)  # the work is done; its answer is lost
                 replay = _replay(body)
@@ -227,7 +254,8 @@ class Faults:
             if fault is None:
                 await app(scope, replay, send)
             elif fault.kind == "status":
-                await _respond(send, fault.status, {"detail": "injected fault"}, fault.retry_after)
+                payload = fault.body if fault.body is not None else {"detail": "injected fault"}
+                await _respond(send, fault.status, payload, fault.retry_after)
             elif fault.kind == "stall":
                 await anyio.sleep(fault.seconds)
                 await app(scope, replay, send)

@@ -13,8 +13,14 @@ Expiry as upstream: a memory carries ``expiration_date`` (``YYYY-MM-DD`` or null
 and v1 PUT, not by the batch); once the date has passed, v3 lists leave it out unless the body
 asks ``show_expired: true``, while ``GET /v1/memories/{id}/`` still returns it.
 
-Where the contract is silent, the double says what it chose: a v1 PUT replaces metadata; a
-batch naming a missing memory is refused whole (404) and changes nothing.
+Shapes follow what ``MemoryClient`` reads: an add answers ``{"results": [...]}``, records
+(listed or read by id) carry ``session_id`` for the run id, errors are ``{"error": ...}``, and
+an id that is not a UUID is refused with 400 before it is looked up.
+
+Where the contract is silent, the double says what it chose, or lets a test choose: whether a
+PUT (single or batch) replaces metadata or merges into it is ``metadata_mode`` ("replace" or
+"merge"), since the Platform's documentation does not say; a batch naming a missing memory
+is refused whole (404) and changes nothing.
 
 Knobs for the failure modes memsync must survive: ``between_pages(page)`` runs after a list
 page is served (insert memories there to shift offset paging), ``count_skew`` makes ``count``
@@ -28,7 +34,7 @@ import json
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -50,8 +56,15 @@ class _Refused(Exception):
 
 
 class Mem0PlatformDouble:
-    def __init__(self, *, api_key: str, page_size_default: int = 100) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        page_size_default: int = 100,
+        metadata_mode: Literal["replace", "merge"] = "replace",
+    ) -> None:
         self.api_key = api_key
+        self.metadata_mode = metadata_mode
         self.page_size_default = page_size_default
         self.memories: dict[str, dict[str, Any]] = {}
         self.faults = Faults()
@@ -105,6 +118,8 @@ class Mem0PlatformDouble:
             memory["memory"] = text
             memory["hash"] = hashlib.md5(text.encode()).hexdigest()
         if metadata is not None:
+            if self.metadata_mode == "merge":
+                metadata = {**(memory.get("metadata") or {}), **metadata}
             memory["metadata"] = metadata
         memory["updated_at"] = self.now().isoformat()
 
@@ -139,7 +154,7 @@ class Mem0PlatformDouble:
                 self._authorized(request)
                 return await handler(self, request)  # type: ignore[no-any-return]
             except _Refused as refused:
-                return JSONResponse({"detail": refused.detail}, status_code=refused.status)
+                return JSONResponse({"error": refused.detail}, status_code=refused.status)
 
         return wrapped
 
@@ -223,19 +238,25 @@ class Mem0PlatformDouble:
             self.memories[memory_id]["metadata"] = metadata
             self.memories[memory_id]["expiration_date"] = body.get("expiration_date")
             added.append(
-                {"id": memory_id, "data": {"memory": message.get("content")}, "event": "ADD"}
+                {
+                    "id": memory_id,
+                    "memory": message.get("content"),
+                    "data": {"memory": message.get("content")},
+                    "event": "ADD",
+                }
             )
-        return JSONResponse(added)
+        return JSONResponse({"results": added})
 
     def _found(self, request: Request) -> dict[str, Any]:
-        memory = self.memories.get(request.path_params["memory_id"])
+        memory_id = _valid_id(request.path_params["memory_id"])
+        memory = self.memories.get(memory_id)
         if memory is None:
             raise _Refused(404, "Memory not found")
         return memory
 
     @_handle
     async def get_memory(self, request: Request) -> Response:
-        return JSONResponse(self._found(request))
+        return JSONResponse(self._as_listed(self._found(request)))
 
     @_handle
     async def update_memory(self, request: Request) -> Response:
@@ -252,7 +273,7 @@ class Mem0PlatformDouble:
         if "expiration_date" in body:
             memory["expiration_date"] = body["expiration_date"]
         self._touch(memory, body.get("text"), body.get("metadata"))
-        return JSONResponse(memory)
+        return JSONResponse(self._as_listed(memory))
 
     @_handle
     async def delete_memory(self, request: Request) -> Response:
@@ -267,6 +288,8 @@ class Mem0PlatformDouble:
         if len(items) > MAX_BATCH:
             raise _Refused(400, f"Maximum of {MAX_BATCH} memories per batch")
         for entry in items:
+            if isinstance(entry, dict):
+                _valid_id(str(entry.get("memory_id")))
             if not isinstance(entry, dict) or entry.get("memory_id") not in self.memories:
                 missing = entry.get("memory_id") if isinstance(entry, dict) else entry
                 raise _Refused(404, f"Memory {missing} not found")
@@ -285,6 +308,15 @@ class Mem0PlatformDouble:
         for entry in items:
             del self.memories[entry["memory_id"]]
         return JSONResponse({"message": f"Successfully deleted {len(items)} memories"})
+
+
+def _valid_id(memory_id: str) -> str:
+    """Memory ids are UUIDs: anything else is a bad request, not a missing memory."""
+    try:
+        uuid.UUID(memory_id)
+    except ValueError:
+        raise _Refused(400, f"Invalid memory ID: {memory_id}") from None
+    return memory_id
 
 
 def _names_an_entity(filters: dict[str, Any]) -> bool:

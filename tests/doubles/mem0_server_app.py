@@ -11,6 +11,12 @@ Expiry is mem0's own: ``expiration_date`` on add and update, expired memories hi
 from before 2026-06: it drops the parameter and always hides them (``GET /memories/{id}``
 still answers).
 
+``honours_top_k=False`` is a server that drops ``top_k`` and answers its own default page
+(100). ``faults.latency`` delays every request (Mem0's server checks each key with bcrypt:
+about 300 ms), and ``Fault.bad_gateway()`` answers a proxy's 502 with a code and request id.
+Calls into the one ``Memory`` are serialised, as its local stores need; the latency is
+served outside that lock, so concurrent requests overlap as they would on a real server.
+
 ``supports_infer=False`` is a server from before the ``infer`` field: its request model
 silently drops ``infer`` and would run LLM extraction on every write. This double has no LLM,
 so any write that would reach extraction is answered 500 (as a server whose LLM is down) and
@@ -22,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 import warnings
 from typing import Any
 
@@ -43,6 +50,7 @@ from memsync.providers.hash_embedder import HashEmbedder
 
 DIMS = 64
 MAX_TOP_K = 1000  # server/main.py: ALL_MEMORIES_LIMIT
+DEFAULT_TOP_K = 100  # what Memory.get_all returns when no top_k reaches it
 
 
 def offline_memory() -> Memory:
@@ -115,9 +123,12 @@ class Mem0ServerDouble:
         openapi: bool = True,
         memory: Memory | None = None,
         supports_show_expired: bool = True,
+        honours_top_k: bool = True,
     ) -> None:
         self.supports_show_expired = supports_show_expired
         self.api_key = api_key
+        self.honours_top_k = honours_top_k
+        self.lock = threading.Lock()
         self.bearer_token = bearer_token
         self.supports_infer = supports_infer
         self.openapi = openapi
@@ -188,7 +199,7 @@ class Mem0ServerDouble:
             },
             "required": True,
         }
-        parameters: list[dict[str, Any]] = [top_k]
+        parameters: list[dict[str, Any]] = [top_k] if self.honours_top_k else []
         if self.supports_show_expired:
             parameters.append(
                 {"name": "show_expired", "in": "query", "schema": {"type": "boolean"}}
@@ -228,7 +239,10 @@ class Mem0ServerDouble:
             for k, v in create.model_dump().items()
             if v is not None and k not in ("messages", "infer")
         }
-        result = self.memory.add([m.model_dump() for m in create.messages], infer=False, **params)
+        with self.lock:
+            result = self.memory.add(
+                [m.model_dump() for m in create.messages], infer=False, **params
+            )
         return JSONResponse(result)
 
     async def get_all_memories(self, request: Request) -> Response:
@@ -239,7 +253,7 @@ class Mem0ServerDouble:
         if not filters:
             return JSONResponse({"detail": "At least one identifier is required."}, 400)
         params: dict[str, Any] = {"filters": filters}
-        if "top_k" in query:
+        if "top_k" in query and self.honours_top_k:
             try:
                 top_k = int(query["top_k"])
             except ValueError:
@@ -258,16 +272,20 @@ class Mem0ServerDouble:
                     status_code=422,
                 )
             params["top_k"] = top_k
+        if not self.honours_top_k:
+            params["top_k"] = DEFAULT_TOP_K  # the query's top_k never reached Memory.get_all
         if params.get("top_k") == 0:
             return JSONResponse({"results": []})
         if self.supports_show_expired and query.get("show_expired", "").lower() == "true":
             params["show_expired"] = True
-        return JSONResponse(self.memory.get_all(**params))
+        with self.lock:
+            return JSONResponse(self.memory.get_all(**params))
 
     async def get_memory(self, request: Request) -> Response:
         if denied := self._unauthorized(request):
             return denied
-        return JSONResponse(self.memory.get(request.path_params["memory_id"]))
+        with self.lock:
+            return JSONResponse(self.memory.get(request.path_params["memory_id"]))
 
     async def update_memory(self, request: Request) -> Response:
         if denied := self._unauthorized(request):
@@ -285,9 +303,9 @@ class Mem0ServerDouble:
         if "expiration_date" in fields:
             params["expiration_date"] = update.expiration_date
         try:
-            return JSONResponse(
-                self.memory.update(memory_id=request.path_params["memory_id"], **params)
-            )
+            with self.lock:
+                answer = self.memory.update(memory_id=request.path_params["memory_id"], **params)
+            return JSONResponse(answer)
         except ValueError as exc:
             status = 404 if "not found" in str(exc).lower() else 400
             return JSONResponse({"detail": str(exc)}, status_code=status)
@@ -296,7 +314,8 @@ class Mem0ServerDouble:
         if denied := self._unauthorized(request):
             return denied
         try:
-            self.memory.delete(memory_id=request.path_params["memory_id"])
+            with self.lock:
+                self.memory.delete(memory_id=request.path_params["memory_id"])
         except ValueError as exc:
             status = 404 if "not found" in str(exc).lower() else 400
             return JSONResponse({"detail": str(exc)}, status_code=status)

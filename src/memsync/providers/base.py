@@ -113,6 +113,9 @@ class WriteOp:
     key: str
     item: Outgoing | None = None
     provider_id: str | None = None
+    # For an update: the memory as the staging store last saw it in this provider, so a
+    # provider that must know what it replaces (Mem0's merging update) need not read it first.
+    previous: Record | None = None
 
 
 @dataclass
@@ -210,6 +213,11 @@ class Provider(ABC):
     def delete(self, provider_id: str) -> None:
         """Delete a memory; deleting one that is already gone is not an error."""
 
+    def update_op(self, op: WriteOp) -> Record:
+        """An update as the engine asks it; providers that use ``op.previous`` override this."""
+        assert op.item is not None and op.provider_id is not None
+        return self.update(op.provider_id, op.item)
+
     def write_many(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
         """Apply writes, yielding each result as soon as it is durable in the provider.
 
@@ -222,8 +230,7 @@ class Provider(ABC):
                     assert op.item is not None
                     yield WriteResult(op, record=self.create(op.item))
                 elif op.kind == "update":
-                    assert op.item is not None and op.provider_id is not None
-                    yield WriteResult(op, record=self.update(op.provider_id, op.item))
+                    yield WriteResult(op, record=self.update_op(op))
                 else:
                     assert op.provider_id is not None
                     self.delete(op.provider_id)

@@ -29,8 +29,18 @@ import httpx
 
 from memsync.config import CogneeConfig, Config
 from memsync.errors import AuthError, InvalidResponse, NotFound, ProviderError
-from memsync.providers.base import Capabilities, Listing, Page, require_content
+from memsync.providers.base import (
+    Capabilities,
+    Listing,
+    Page,
+    Provider,
+    WriteOp,
+    WriteResult,
+    require_content,
+)
+from memsync.providers.concurrent import PagesAhead, lane_of, read_concurrently
 from memsync.providers.http import (
+    DEFAULT_CONCURRENCY,
     AuthScheme,
     HttpProvider,
     RetryPolicy,
@@ -156,6 +166,7 @@ class CogneeProvider(HttpProvider):
         transport: httpx.BaseTransport | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
         super().__init__(
             name,
@@ -167,6 +178,7 @@ class CogneeProvider(HttpProvider):
             transport=transport,
             retry=retry,
             sleep=sleep,
+            concurrency=concurrency,
         )
         self.dataset = dataset
         self.auth: AuthScheme = auth if secret else "none"
@@ -318,9 +330,18 @@ class CogneeProvider(HttpProvider):
         return held
 
     def update(self, provider_id: str, item: Outgoing) -> Record:
-        """Add the new version, then delete the old one: the id changes (see module doc)."""
+        return self.update_op(WriteOp("update", provider_id, item=item, provider_id=provider_id))
+
+    def update_op(self, op: WriteOp) -> Record:
+        """Add the new version, then delete the old one: the id changes (see module doc).
+
+        What the old version held comes from the staging store (``op.previous``) when the
+        engine has it: finding one item otherwise means paging the whole dataset.
+        """
+        assert op.item is not None and op.provider_id is not None
+        item, provider_id = op.item, op.provider_id
         require_content(self.name, item)
-        old = self.get(provider_id)
+        old = op.previous if op.previous is not None else self.get(provider_id)
         if old is None:
             raise NotFound(f"{self.name}: no memory {provider_id!r} to update")
         if old.content_hash == item.content_hash:
@@ -344,6 +365,26 @@ class CogneeProvider(HttpProvider):
         except AuthError:
             if not self.gone():
                 raise
+
+    def write_many(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
+        """Concurrent writes, except that while the dataset does not exist yet, the first
+        create goes alone: Cognee makes a dataset per add that names it, so concurrent first
+        adds would make several datasets of the same name."""
+        try:
+            exists = self.dataset_id() is not None
+        except Exception as exc:
+            for op in ops:
+                yield WriteResult(op, error=exc)
+            return
+        first = next((op for op in ops if op.kind == "create"), None)
+        if (
+            not exists
+            and first is not None
+            and lane_of(first) not in {lane_of(op) for op in ops[: ops.index(first)]}
+        ):
+            yield from Provider.write_many(self, [first])
+            ops = [op for op in ops if op is not first]
+        yield from super().write_many(ops)
 
     def _add(self, item: Outgoing) -> tuple[str, bool]:
         """Upload one memory; its data id, and whether the item is new (not a dedup hit)."""
@@ -439,34 +480,49 @@ class CogneeListing(Listing):
             return
         seen: set[str] = set()
         repeated = 0
-        offset = 0
-        while True:
-            items = provider.items(dataset_id, offset)
-            page = Page([])
-            for item in items:
-                if item["id"] in seen:
-                    repeated += 1  # the pages shifted under the listing
-                    continue
-                seen.add(item["id"])
-                try:
-                    text = provider.text_of(dataset_id, item)
-                except NotFound:
-                    self.mark_partial(f"item {item['id']} vanished while the dataset was read")
-                    continue
-                result = (
-                    text
-                    if isinstance(text, Skipped)
-                    else record_from_item(item, text, provider.dataset)
+        # The count said how many pages there are: they are fetched ahead.
+        ahead = PagesAhead(
+            lambda n: provider.items(dataset_id, (n - 1) * provider.page_size),
+            provider.concurrency,
+        )
+        ahead.last = -(-before // provider.page_size)
+        number = 1
+        try:
+            while True:
+                items = ahead.get(number)
+                page = Page([])
+                fresh = []
+                for item in items:
+                    if item["id"] in seen:
+                        repeated += 1  # the pages shifted under the listing
+                        continue
+                    seen.add(item["id"])
+                    fresh.append(item)
+                texts = read_concurrently(
+                    lambda item: provider.text_of(dataset_id, item), fresh, provider.concurrency
                 )
-                if isinstance(result, Skipped):
-                    page.skipped.append(result)
-                else:
-                    page.records.append(result)
-            if page.records or page.skipped:
-                yield page
-            offset += len(items)
-            if len(items) < provider.page_size:
-                break
+                for item, text in zip(fresh, texts, strict=True):
+                    if isinstance(text, NotFound):
+                        self.mark_partial(f"item {item['id']} vanished while the dataset was read")
+                        continue
+                    if isinstance(text, Exception):
+                        raise text
+                    result = (
+                        text
+                        if isinstance(text, Skipped)
+                        else record_from_item(item, text, provider.dataset)
+                    )
+                    if isinstance(result, Skipped):
+                        page.skipped.append(result)
+                    else:
+                        page.records.append(result)
+                if page.records or page.skipped:
+                    yield page
+                if len(items) < provider.page_size:
+                    break
+                number += 1
+        finally:
+            ahead.close()
         after = provider.count(dataset_id)
         if repeated or not before == after == len(seen):
             self.mark_partial(
@@ -487,4 +543,5 @@ def build(name: str, entry: CogneeConfig, config: Config) -> CogneeProvider:
         auth=entry.auth,
         timeout=entry.timeout,
         allow_insecure_http=entry.allow_insecure_http,
+        concurrency=entry.concurrency,
     )

@@ -30,7 +30,14 @@ import httpx
 from memsync.config import Config, HindsightConfig
 from memsync.errors import InvalidResponse, NotFound, ProviderError
 from memsync.providers.base import Capabilities, Listing, Page, require_content
-from memsync.providers.http import HttpProvider, RetryPolicy, expect_list, expect_object
+from memsync.providers.concurrent import PagesAhead, read_concurrently
+from memsync.providers.http import (
+    DEFAULT_CONCURRENCY,
+    HttpProvider,
+    RetryPolicy,
+    expect_list,
+    expect_object,
+)
 from memsync.records import (
     ORIGIN_KEY,
     Outgoing,
@@ -211,6 +218,7 @@ class HindsightProvider(HttpProvider):
         transport: httpx.BaseTransport | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
         super().__init__(
             name,
@@ -222,6 +230,7 @@ class HindsightProvider(HttpProvider):
             transport=transport,
             retry=retry,
             sleep=sleep,
+            concurrency=concurrency,
         )
         self.bank = bank
         self.lookback = lookback
@@ -302,16 +311,34 @@ class HindsightProvider(HttpProvider):
         """
         path = f"{self._bank_path(bank)}/memories/list"
         seen: dict[str, dict[str, Any]] = {}
+        # Once the first page has told the total, the pages it implies are fetched ahead.
+        ahead = PagesAhead(
+            lambda n: self._page(
+                path, {**filters, "limit": self.page_size, "offset": (n - 1) * self.page_size}
+            ),
+            self.concurrency,
+        )
+        try:
+            return self._units(ahead, seen)
+        except NotFound:
+            self._confirm_server()
+            return [], True
+        finally:
+            ahead.close()
+
+    def _units(
+        self, ahead: PagesAhead[dict[str, Any]], seen: dict[str, dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], bool]:
         first_total: int | None = None
         steady = True
         offset = 0
+        number = 1
         while True:
-            try:
-                body = self._page(path, {**filters, "limit": self.page_size, "offset": offset})
-            except NotFound:
-                self._confirm_server()
-                return [], True
+            body = ahead.get(number)
             total = _total(self.name, body, "memories/list")
+            if number == 1:
+                ahead.last = -(-total // self.page_size)
+            number += 1
             rows = expect_list(self.name, body.get("items"), "memories/list: items")
             first_total = total if first_total is None else first_total
             steady = steady and total == first_total
@@ -543,9 +570,16 @@ class HindsightListing(Listing):
                 page.skipped.append(Skipped(str(unit.get("id")), NO_DOCUMENT_REASON))
                 continue
             by_document[str(document)].append(unit)
-        for document, group in by_document.items():
+        groups = list(by_document.items())
+        texts = read_concurrently(
+            lambda entry: self.provider.document_text(DocumentRef(bank, entry[0]), entry[1]),
+            groups,
+            self.provider.concurrency,
+        )
+        for (document, group), text in zip(groups, texts, strict=True):
+            if isinstance(text, Exception):
+                raise text
             ref = DocumentRef(bank, document)
-            text = self.provider.document_text(ref, group)
             result = record_from_units(self.provider.record_id(ref), group, bank, text)
             if isinstance(result, Skipped):
                 page.skipped.append(result)
@@ -588,5 +622,6 @@ def build(name: str, entry: HindsightConfig, config: Config) -> HindsightProvide
         secret=resolve_secret(name, entry.api_key_env, entry.api_key_file),
         timeout=entry.timeout,
         allow_insecure_http=entry.allow_insecure_http,
+        concurrency=entry.concurrency,
         lookback=entry.lookback,
     )

@@ -20,8 +20,9 @@ import ipaddress
 import json
 import logging
 import random
+import threading
 import time
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -38,7 +39,8 @@ from memsync.errors import (
     ProviderError,
     TransientProviderError,
 )
-from memsync.providers.base import Provider
+from memsync.providers.base import Provider, WriteOp, WriteResult
+from memsync.providers.concurrent import write_concurrently
 from memsync.secrets import Secret, redact
 
 log = logging.getLogger("memsync.http")
@@ -71,6 +73,36 @@ class _RateLimited(TransientProviderError):
 
 class _NotSent(TransientProviderError):
     """The connection never opened: the request cannot have been acted on."""
+
+
+class SharedBackoff:
+    """One pause every worker of a provider honours: a 429 slows the provider, not one thread.
+
+    A rate limit answers for the whole key, so when one request is told to wait, requests
+    started by the other workers wait out the same ``Retry-After`` instead of being refused
+    in turn.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._until = 0.0
+        self._holder: int | None = None
+
+    def hold(self, seconds: float) -> None:
+        with self._lock:
+            until = time.monotonic() + seconds
+            if until > self._until:
+                self._until, self._holder = until, threading.get_ident()
+
+    def release(self) -> None:
+        """The request that was told to wait has now been served: the pause is over."""
+        with self._lock:
+            if self._holder == threading.get_ident():
+                self._until, self._holder = 0.0, None
+
+    def remaining(self) -> float:
+        with self._lock:
+            return max(0.0, self._until - time.monotonic())
 
 
 class _HeaderAuth(httpx.Auth):
@@ -155,7 +187,9 @@ class HttpClient:
     """A provider's connection to one HTTP API: ``request`` for responses, ``json`` for data.
 
     ``transport`` lets tests serve the real request/response cycle from an in-process app;
-    ``sleep`` lets them see the waits asked for without waiting.
+    ``sleep`` lets them see the waits asked for without waiting. It is safe to call from
+    ``concurrency`` threads at once: they share one connection pool of that size and one
+    ``SharedBackoff``.
     """
 
     def __init__(
@@ -171,6 +205,7 @@ class HttpClient:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
         headers: Mapping[str, str] | None = None,
+        concurrency: int = 1,
     ) -> None:
         self.provider = provider
         self.base_url = check_base_url(provider, base_url, allow_insecure_http=allow_insecure_http)
@@ -178,15 +213,20 @@ class HttpClient:
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
         self._sleep = sleep
+        self.backoff = SharedBackoff()
+        pool = max(1, concurrency)
         hook = _HeaderAuth(*auth_header(auth, self.secret)) if self.secret else None
         self._client = httpx.Client(
             base_url=self.base_url,
             auth=hook,
-            timeout=httpx.Timeout(timeout),
+            # Waiting for a free connection is queueing behind our own requests, each bounded
+            # by the timeout: it is not the server being slow, so it has no limit of its own.
+            timeout=httpx.Timeout(timeout, pool=None),
             verify=True,
             follow_redirects=False,
             transport=transport,
             headers={"Accept": "application/json", **(headers or {})},
+            limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
         )
 
     def __repr__(self) -> str:
@@ -281,12 +321,15 @@ class HttpClient:
         # Time spent: the requests themselves plus the waits asked for (counted as asked, so
         # the budget holds whether ``sleep`` really sleeps or a test records it).
         waits = {"asked": 0.0, "slept": 0.0}
+        # A retry has just waited what it was asked: the shared pause is already served.
+        retried = {"waited": False}
 
         def sleep(seconds: float) -> None:
             before = time.monotonic()
             self._sleep(seconds)
             waits["slept"] += time.monotonic() - before
             waits["asked"] += seconds
+            retried["waited"] = True
 
         def spent() -> float:
             return time.monotonic() - started - waits["slept"] + waits["asked"]
@@ -334,15 +377,22 @@ class HttpClient:
             for attempt in retrying:
                 with attempt:
                     attempts += 1
-                    return parse(self._once(method, path, accept, **kwargs))
+                    honour, retried["waited"] = not retried["waited"], False
+                    result = parse(self._once(method, path, accept, honour, **kwargs))
+                    if attempts > 1:
+                        self.backoff.release()
+                    return result
         except TransientProviderError as exc:
             raise _final(exc, attempts) from None
         raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
 
     def _once(
-        self, method: str, path: str, accept: tuple[int, ...], **kwargs: Any
+        self, method: str, path: str, accept: tuple[int, ...], honour_backoff: bool, **kwargs: Any
     ) -> httpx.Response:
         where = f"{method} {path}"
+        pause = self.backoff.remaining() if honour_backoff else 0.0
+        if pause > 0:  # another worker was told to slow down: so is this one
+            self._sleep(pause)
         try:
             response = self._client.request(method, path, **kwargs)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
@@ -373,6 +423,8 @@ class HttpClient:
             raise NotFound(f"{self.provider}: {where} found nothing (HTTP 404){detail}")
         if status == 429:
             wait = parse_retry_after(response.headers.get("Retry-After"))
+            hold = wait if wait is not None else self.retry.initial_backoff
+            self.backoff.hold(min(hold, self.retry.max_retry_after))
             raise _RateLimited(
                 f"{self.provider}: {where} was rate limited (HTTP 429){detail}", retry_after=wait
             )
@@ -483,11 +535,16 @@ __all__ = [
 ]
 
 
+DEFAULT_CONCURRENCY = 8
+
+
 class HttpProvider(Provider):
     """A provider over one HTTP API: one client per cycle, made on first use, closed after.
 
     Subclasses pass their connection settings up and use ``self.http``; those that keep
     per-cycle state (a resolved dataset id, detected server features) extend ``close``.
+    Writes run ``concurrency`` at a time (each a round trip spent waiting on the network),
+    one logical memory's writes in order; ``prepare_writes`` settles shared state first.
     """
 
     def __init__(
@@ -502,9 +559,11 @@ class HttpProvider(Provider):
         transport: httpx.BaseTransport | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
         super().__init__(name)
         check_base_url(name, base_url, allow_insecure_http=allow_insecure_http)
+        self.concurrency = max(1, concurrency)
         self.base_url = base_url.rstrip("/")
         self.secret = secret
         self.timeout = timeout
@@ -516,6 +575,7 @@ class HttpProvider(Provider):
             allow_insecure_http=allow_insecure_http,
             transport=transport,
             retry=retry,
+            concurrency=self.concurrency,
             **({"sleep": sleep} if sleep is not None else {}),
         )
         self._http: HttpClient | None = None
@@ -535,3 +595,20 @@ class HttpProvider(Provider):
             self.open()
         assert self._http is not None
         return self._http
+
+    def prepare_writes(self, ops: list[WriteOp]) -> None:
+        """Resolve, once and before the workers start, what every write of ``ops`` needs."""
+
+    def write_many(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
+        """Up to ``concurrency`` writes in flight; results as each one is durable."""
+        if not ops:
+            return
+        try:
+            self.prepare_writes(ops)
+        except Exception as exc:  # every op gets its outcome, as if each had tried
+            for op in ops:
+                yield WriteResult(op, error=exc)
+            return
+        yield from write_concurrently(
+            ops, lambda lane: Provider.write_many(self, lane), self.concurrency
+        )

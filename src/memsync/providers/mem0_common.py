@@ -16,13 +16,17 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from memsync.records import ORIGIN_KEY, RESERVED_PREFIX, Outgoing, Record, Skipped, is_blank
+from memsync.records import ORIGIN_KEY, Outgoing, Record, Skipped, is_blank
 
 PROVENANCE_KEY = "memsync_provenance"
 ESCAPED_KEY = "memsync_escaped"
-# User keys memsync removed from a memory. Mem0's update merges metadata (a key can be
-# overwritten, never dropped), so a removed key is written as null and listed here, and reads
-# hide the listed keys: what memsync wrote reads back with the fingerprint it was written with.
+# Mem0's update merges metadata (a key can be overwritten, never dropped), so a user key
+# memsync removes is overwritten with this value, and reads hide keys that hold it: what
+# memsync wrote reads back with the fingerprint it was written with. The value alone marks
+# it, so an update needs to know only the keys the memory showed before (the staging store
+# has them), not an earlier list of removals.
+TOMBSTONE = "memsync:removed"
+# Stores written before TOMBSTONE list removed keys here (each nulled): still hidden on read.
 REMOVED_KEY = "memsync_removed"
 SCOPE_IDS = ("user_id", "agent_id", "run_id")
 # Payload keys Mem0 (2.2.1) owns: a user metadata key with one of these names would be hidden,
@@ -81,9 +85,10 @@ def record_from_mem0(raw: Mapping[str, Any], scope_key: str) -> Record | Skipped
     text = raw.get("memory")
     if not isinstance(text, str) or is_blank(text):
         return Skipped(memory_id, EMPTY_REASON)
-    metadata = dict(raw.get("metadata") or {})
+    metadata = {k: v for k, v in (raw.get("metadata") or {}).items() if v != TOMBSTONE}
     for key in _listed(metadata.pop(REMOVED_KEY, None)):
-        metadata.pop(key, None)
+        if metadata.get(key) is None:  # a key written again since is shown again
+            metadata.pop(key, None)
     metadata.update(_decode_object(metadata.pop(ESCAPED_KEY, None)))
     origin = metadata.pop(ORIGIN_KEY, None)
     provenance = _decode_provenance(metadata.pop(PROVENANCE_KEY, None))
@@ -114,14 +119,15 @@ def record_from_mem0(raw: Mapping[str, Any], scope_key: str) -> Record | Skipped
 def metadata_for_mem0(
     item: Outgoing,
     *,
-    previous: Mapping[str, Any] | None = None,
+    replacing: Mapping[str, Any] | None = None,
     native: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The metadata memsync writes with a memory: the user's, the origin, the provenance.
 
-    For an update to a store that merges metadata (Mem0's ``update``), pass the memory's
-    ``previous`` raw metadata: keys the user no longer has are nulled and listed under
-    REMOVED_KEY, and memsync's own JSON keys are rewritten even when now empty.
+    For an update to a store that may merge metadata (Mem0's ``update``), pass the user
+    metadata of the memory being ``replacing``: keys it had that the item has not are
+    overwritten with TOMBSTONE, and memsync's own JSON keys are rewritten even when empty,
+    so merge and replace both leave exactly the item's metadata.
     ``native`` names the provenance the write sets through Mem0's own fields (role, actor,
     scope ids): those are read back from there, so they are not stored twice.
     """
@@ -133,8 +139,12 @@ def metadata_for_mem0(
     provenance = _beyond_native(item.provenance, native or {})
     if provenance:
         metadata[PROVENANCE_KEY] = json.dumps(provenance, ensure_ascii=False, sort_keys=True)
-    if previous is not None:
-        _supersede(metadata, previous)
+    if replacing is not None:
+        metadata.setdefault(ESCAPED_KEY, "{}")
+        metadata.setdefault(PROVENANCE_KEY, "{}")
+        for key in replacing:
+            if key not in metadata and key not in MEM0_OWN_KEYS and key not in item.metadata:
+                metadata[key] = TOMBSTONE
     return metadata
 
 
@@ -145,18 +155,6 @@ def _beyond_native(provenance: Mapping[str, Any], native: Mapping[str, Any]) -> 
     if kept.get("source") is not None and kept["source"] == derived:
         del kept["source"]
     return kept
-
-
-def _supersede(metadata: dict[str, Any], previous: Mapping[str, Any]) -> None:
-    """Make a merging update leave exactly ``metadata``: null and list what must go."""
-    for key in (ESCAPED_KEY, PROVENANCE_KEY):
-        if key in previous and key not in metadata:
-            metadata[key] = "{}"
-    before = {k for k in previous if not k.startswith(RESERVED_PREFIX)}
-    removed = sorted((before | set(_listed(previous.get(REMOVED_KEY)))) - set(metadata))
-    for key in removed:
-        metadata[key] = None
-    metadata[REMOVED_KEY] = removed
 
 
 def _listed(value: Any) -> list[str]:

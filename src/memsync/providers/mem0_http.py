@@ -12,9 +12,10 @@ from typing import Any
 from urllib.parse import quote
 
 from memsync.errors import ProviderError
+from memsync.providers.base import WriteOp
 from memsync.providers.http import HttpProvider
 from memsync.providers.mem0_common import SCOPE_IDS, record_from_mem0, scope_key_of
-from memsync.records import Record
+from memsync.records import Outgoing, Record, is_blank
 
 
 def path_segment(provider_id: str) -> str:
@@ -48,6 +49,38 @@ class Mem0HttpProvider(HttpProvider):
             return None
         record = record_from_mem0(raw, self.scope_key())
         return record if isinstance(record, Record) else None
+
+    def _as_written(self, provider_id: str, item: Outgoing, text: object = None) -> Record:
+        """What a write left, built from what was sent (and the text the answer echoed).
+
+        No version token: the next listing supplies it and, the fingerprint agreeing,
+        reports no change. Saves reading every memory back after writing it.
+        """
+        return Record(
+            id=provider_id,
+            content=text if isinstance(text, str) and not is_blank(text) else item.content,
+            metadata=dict(item.metadata),
+            scope_key=self.scope_key(),
+            created_at=item.created_at,
+            provenance=dict(item.provenance),
+            origin=item.origin,
+            expiration_date=item.expiration_date,
+        )
+
+    def _replacing(self, op: WriteOp) -> dict[str, Any] | None:
+        """The user metadata an update replaces: staged in the op, else read (None: gone)."""
+        if op.previous is not None:
+            return dict(op.previous.metadata)
+        assert op.provider_id is not None
+        held = self.get(op.provider_id)
+        return None if held is None else dict(held.metadata)
+
+    def update(self, provider_id: str, item: Outgoing) -> Record:
+        return self.update_op(WriteOp("update", provider_id, item=item, provider_id=provider_id))
+
+    @abstractmethod
+    def update_op(self, op: WriteOp) -> Record:
+        """Update as ``op`` says, using ``op.previous`` for what it replaces when present."""
 
     def _reread(self, provider_id: str, what: str) -> Record:
         record = self.get(provider_id)

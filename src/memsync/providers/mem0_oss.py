@@ -47,7 +47,16 @@ from memsync.errors import (
     TransientProviderError,
 )
 from memsync.paths import make_private_dir, resolve_paths
-from memsync.providers.base import Capabilities, Listing, Page, Provider, require_content
+from memsync.providers.base import (
+    Capabilities,
+    Listing,
+    Page,
+    Provider,
+    WriteOp,
+    WriteResult,
+    require_content,
+)
+from memsync.providers.embed_ahead import EmbeddedAhead
 from memsync.providers.mem0_common import (
     MEM0_OWN_KEYS,
     metadata_for_mem0,
@@ -78,6 +87,8 @@ _CONNECTION_ERRORS = {
     "RateLimitError",
     "InternalServerError",
 }
+
+EMBED_GROUP = 8  # creates embedded ahead per worker, before their adds run
 
 
 # environment and config ---------------------------------------------------------------
@@ -352,6 +363,7 @@ class Mem0OssProvider(Provider):
         busy_timeout: float = 10.0,
         first_top_k: int | None = None,
         count_hint: bool = True,
+        concurrency: int = 8,
     ) -> None:
         """A provider over a Mem0 config; nothing is imported or opened until ``open()``.
 
@@ -369,6 +381,7 @@ class Mem0OssProvider(Provider):
         self.busy_timeout = busy_timeout
         self.first_top_k = first_top_k
         self.count_hint = count_hint
+        self.concurrency = max(1, concurrency)
         self._api_key = api_key
         self._secrets: list[Secret] = [
             s for s in [api_key, *secrets_in(self.mem0_config)] if s is not None
@@ -677,6 +690,25 @@ class Mem0OssProvider(Provider):
 
     # writes -----------------------------------------------------------------------------
 
+    def write_many(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
+        """One write at a time (the store is single-writer), with the embeddings of the
+        creates ahead computed ``concurrency`` at a time when the embedder is remote."""
+        memory = self._memory
+        if self.embedder == "hash" or self.concurrency <= 1 or memory is None:
+            yield from super().write_many(ops)
+            return
+        ahead = EmbeddedAhead(memory.embedding_model, self.concurrency)
+        memory.embedding_model = ahead
+        try:
+            group = EMBED_GROUP * self.concurrency
+            for start in range(0, len(ops), group):
+                chunk = ops[start : start + group]
+                ahead.prepare(op.item.content for op in chunk if op.kind == "create" and op.item)
+                yield from super().write_many(chunk)
+                ahead.forget()
+        finally:
+            memory.embedding_model = ahead.inner
+
     def create(self, item: Outgoing) -> Record:
         require_content(self.name, item)
         memory = self._require_memory()
@@ -782,4 +814,5 @@ def build(name: str, entry: Mem0OssConfig, config: Config) -> Mem0OssProvider:
         telemetry=entry.telemetry,
         mem0_dir=resolve_paths().state_dir / "mem0",
         busy_timeout=entry.busy_timeout,
+        concurrency=entry.concurrency,
     )

@@ -47,7 +47,9 @@ from memsync.providers.base import (
     WriteResult,
     require_content,
 )
+from memsync.providers.concurrent import PagesAhead, lanes
 from memsync.providers.http import (
+    DEFAULT_CONCURRENCY,
     RetryPolicy,
     expect_list,
     expect_object,
@@ -62,6 +64,7 @@ from memsync.records import Outgoing, Record, Skipped, parse_instant
 from memsync.secrets import Secret, resolve_secret
 
 DEFAULT_BASE_URL = "https://api.mem0.ai"
+_KIND_ORDER = {"create": 0, "update": 1, "delete": 2}
 MAX_PAGE_SIZE = 200
 MAX_BATCH = 1000
 
@@ -88,6 +91,7 @@ class Mem0PlatformProvider(Mem0HttpProvider):
         sleep: Callable[[float], None] = time.sleep,
         page_size: int = MAX_PAGE_SIZE,
         batch_size: int = MAX_BATCH,
+        concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
         if secret is None:
             raise ConfigError(
@@ -104,6 +108,7 @@ class Mem0PlatformProvider(Mem0HttpProvider):
             transport=transport,
             retry=retry,
             sleep=sleep,
+            concurrency=concurrency,
         )
         self.scope = self.scope_ids(scope)
         self.lookback = timedelta(seconds=lookback)
@@ -225,21 +230,31 @@ class Mem0PlatformProvider(Mem0HttpProvider):
                 f"{self.name}: the Platform added {len(added)} memories where one was expected "
                 f"(origin {item.origin})"
             )
-        return self._reread(str(added[0]["id"]), "create")
+        text = added[0].get("memory") or (added[0].get("data") or {}).get("memory")
+        return self._as_written(str(added[0]["id"]), item, text)
 
-    def update(self, provider_id: str, item: Outgoing) -> Record:
+    def update_op(self, op: WriteOp) -> Record:
+        assert op.item is not None and op.provider_id is not None
+        item, provider_id = op.item, op.provider_id
         require_content(self.name, item)
-        self.http.json(
+        replacing = self._replacing(op)
+        if replacing is None:
+            raise NotFound(f"{self.name}: memory {provider_id} is not in scope {self.scope}")
+        answer = self.http.json(
             "PUT",
             f"/v1/memories/{path_segment(provider_id)}/",
             params=self.params or None,
             json={
                 "text": item.content,
-                "metadata": metadata_for_mem0(item),
+                "metadata": metadata_for_mem0(item, replacing=replacing),
                 "expiration_date": item.expiration_date,  # None clears it
             },
         )
-        return self._reread(provider_id, "update")
+        if isinstance(answer, dict) and answer.get("id") == provider_id:
+            held = record_from_mem0(answer, self.scope_key())  # the answer is the memory
+            if isinstance(held, Record):
+                return held
+        return self._as_written(provider_id, item)
 
     def delete(self, provider_id: str) -> None:
         try:
@@ -250,13 +265,17 @@ class Mem0PlatformProvider(Mem0HttpProvider):
             return
 
     def write_many(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
-        """Creates one by one (each add carries its own metadata); updates and deletes in
-        ``/v1/batch/`` calls of up to 1000, keeping the engine's order between kinds.
+        """Creates concurrently (each add carries its own metadata); updates and deletes in
+        ``/v1/batch/`` calls of up to 1000.
 
+        Ops of different memories are independent, so they are grouped by kind; when one
+        memory has several ops in the batch, runs of one kind keep the engine's order.
         A batch the Platform refuses as a whole (a 400, or a 404 for one missing memory) is
         replayed op by op, so one bad op never fails the others; a rate limit, outage or
         refused key fails the batch's ops with that error, for the engine to retry.
         """
+        if len(lanes(ops)) == len(ops):
+            ops = sorted(ops, key=lambda op: _KIND_ORDER[op.kind])
         run: list[WriteOp] = []
         for op in [*ops, None]:
             if run and (
@@ -281,6 +300,9 @@ class Mem0PlatformProvider(Mem0HttpProvider):
 
     def _batch(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
         kind = ops[0].kind
+        if kind == "update" and any(op.previous is None for op in ops):
+            yield from super().write_many(ops)  # each must learn what it replaces: one by one
+            return
         try:
             entries = [self._batch_entry(op) for op in ops]
         except ProviderError:
@@ -313,25 +335,12 @@ class Mem0PlatformProvider(Mem0HttpProvider):
         if op.item is None:
             raise ProviderError(f"{self.name}: update {op.key} carries no content")
         require_content(self.name, op.item)
+        replacing = op.previous.metadata if op.previous is not None else {}
         return {
             "memory_id": op.provider_id,
             "text": op.item.content,
-            "metadata": metadata_for_mem0(op.item),
+            "metadata": metadata_for_mem0(op.item, replacing=replacing),
         }
-
-    def _as_written(self, provider_id: str, item: Outgoing) -> Record:
-        """What a batch update left, built from what was sent (the batch answers no records):
-        no version token, so the next listing supplies it without reporting a change."""
-        return Record(
-            id=provider_id,
-            content=item.content,
-            metadata=dict(item.metadata),
-            scope_key=self.scope_key(),
-            created_at=item.created_at,
-            provenance=dict(item.provenance),
-            origin=item.origin,
-            expiration_date=item.expiration_date,
-        )
 
 
 class _PlatformListing(Listing):
@@ -352,36 +361,43 @@ class _PlatformListing(Listing):
         counts: list[int | None] = []
         newest = self.last
         number = 1
-        while True:
-            body = provider._page(number, filters)
-            counts.append(body["count"])
-            page = Page([])
-            for raw in body["results"]:
-                if not isinstance(raw, dict) or not raw.get("id"):
-                    self.mark_partial("the Platform listed an entry without an id")
-                    continue
-                if str(raw["id"]) in seen:
-                    repeated += 1
-                    continue
-                seen.add(str(raw["id"]))
-                updated = parse_instant(raw.get("updated_at"))
-                if updated is not None and (newest is None or updated > newest):
-                    newest = updated
-                item = record_from_mem0(raw, provider.scope_key())
-                if isinstance(item, Skipped):
-                    page.skipped.append(item)
-                else:
-                    page.records.append(item)
-                    provider._dated[item.id] = bool(item.expiration_date)
-            if page.records or page.skipped:
-                yield page
-            expected_pages = -(-(counts[0] or 0) // provider.page_size) + 2
-            if not body.get("next") or not body["results"]:
-                break
-            if number >= expected_pages:
-                self.mark_partial("the Platform kept offering pages past its own count")
-                break
-            number += 1
+        # Once the first page has told the count, the pages it implies are fetched ahead.
+        ahead = PagesAhead(lambda n: provider._page(n, filters), provider.concurrency)
+        try:
+            while True:
+                body = ahead.get(number)
+                counts.append(body["count"])
+                if number == 1 and counts[0] is not None:
+                    ahead.last = -(-counts[0] // provider.page_size)
+                page = Page([])
+                for raw in body["results"]:
+                    if not isinstance(raw, dict) or not raw.get("id"):
+                        self.mark_partial("the Platform listed an entry without an id")
+                        continue
+                    if str(raw["id"]) in seen:
+                        repeated += 1
+                        continue
+                    seen.add(str(raw["id"]))
+                    updated = parse_instant(raw.get("updated_at"))
+                    if updated is not None and (newest is None or updated > newest):
+                        newest = updated
+                    item = record_from_mem0(raw, provider.scope_key())
+                    if isinstance(item, Skipped):
+                        page.skipped.append(item)
+                    else:
+                        page.records.append(item)
+                        provider._dated[item.id] = bool(item.expiration_date)
+                if page.records or page.skipped:
+                    yield page
+                expected_pages = -(-(counts[0] or 0) // provider.page_size) + 2
+                if not body.get("next") or not body["results"]:
+                    break
+                if number >= expected_pages:
+                    self.mark_partial("the Platform kept offering pages past its own count")
+                    break
+                number += 1
+        finally:
+            ahead.close()
         self._judge(counts, len(seen), repeated, newest)
 
     def _judge(
@@ -420,4 +436,5 @@ def build(name: str, entry: Mem0PlatformConfig, config: Config) -> Mem0PlatformP
         lookback=entry.lookback,
         timeout=entry.timeout,
         allow_insecure_http=entry.allow_insecure_http,
+        concurrency=entry.concurrency,
     )

@@ -12,8 +12,12 @@ that cannot write (an invalid ``infer`` with no scope id: a server that knows th
 The same schema (or a ``top_k=1`` probe) proves ``top_k`` is honoured: a server that ignores it
 returns its own default page, and a listing from it is never called complete.
 
-Mem0's update merges metadata; updates read the memory first so that removed keys can be
-tombstoned (``mem0_common.REMOVED_KEY``) and a missing memory is a NotFound on every version.
+Mem0's update merges metadata, so an update tombstones the keys the memory had and the item
+has not (``mem0_common.TOMBSTONE``); which keys it had comes from the staging store through
+the op (read from the server only when a caller has no staged copy). One request per write:
+a create's answer names the new id and echoes the text, and an update's answer carries nothing
+more than what was sent, so neither is read back. A missing memory is a NotFound on every
+server version (older ones answer 500 to a PUT or DELETE of one).
 """
 
 from __future__ import annotations
@@ -34,8 +38,9 @@ from memsync.errors import (
     ProviderError,
     TransientProviderError,
 )
-from memsync.providers.base import Capabilities, Listing, Page, require_content
+from memsync.providers.base import Capabilities, Listing, Page, WriteOp, require_content
 from memsync.providers.http import (
+    DEFAULT_CONCURRENCY,
     RetryPolicy,
     expect_list,
     expect_object,
@@ -84,6 +89,7 @@ class Mem0ServerProvider(Mem0HttpProvider):
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
         start_top_k: int = MAX_TOP_K,
+        concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
         if auth != "none" and secret is None:
             raise ConfigError(
@@ -100,6 +106,7 @@ class Mem0ServerProvider(Mem0HttpProvider):
             transport=transport,
             retry=retry,
             sleep=sleep,
+            concurrency=concurrency,
         )
         self.scope = self.scope_ids(scope)
         self.start_top_k = start_top_k
@@ -245,24 +252,32 @@ class Mem0ServerProvider(Mem0HttpProvider):
                 f"{self.name}: POST /memories added {len(added)} memories where one was "
                 f"expected (origin {item.origin}); check the server's logs"
             )
-        return self._reread(str(added[0]["id"]), "create")
+        return self._as_written(str(added[0]["id"]), item, added[0].get("memory"))
 
-    def update(self, provider_id: str, item: Outgoing) -> Record:
+    def update_op(self, op: WriteOp) -> Record:
+        assert op.item is not None and op.provider_id is not None
+        item, provider_id = op.item, op.provider_id
         require_content(self.name, item)
-        previous = self._raw(provider_id)
-        if previous is None:
+        replacing = self._replacing(op)
+        if replacing is None:
             raise NotFound(f"{self.name}: memory {provider_id} is not in scope {self.scope}")
-        metadata = metadata_for_mem0(item, previous=previous.get("metadata") or {})
-        self.http.json(
-            "PUT",
-            f"/memories/{path_segment(provider_id)}",
-            json={
-                "text": item.content,
-                "metadata": metadata,
-                "expiration_date": item.expiration_date,  # None clears it
-            },
-        )
-        return self._reread(provider_id, "update")
+        metadata = metadata_for_mem0(item, replacing=replacing)
+        try:
+            self.http.json(
+                "PUT",
+                f"/memories/{path_segment(provider_id)}",
+                json={
+                    "text": item.content,
+                    "metadata": metadata,
+                    "expiration_date": item.expiration_date,  # None clears it
+                },
+            )
+        except TransientProviderError:
+            # Servers before the 404 mapping answer 500 for a missing memory.
+            if self._raw(provider_id) is None:
+                raise NotFound(f"{self.name}: memory {provider_id} is gone") from None
+            raise
+        return self._as_written(provider_id, item)
 
     def delete(self, provider_id: str) -> None:
         try:
@@ -274,6 +289,10 @@ class Mem0ServerProvider(Mem0HttpProvider):
             if self._raw(provider_id) is None:
                 return
             raise
+
+    def prepare_writes(self, ops: list[WriteOp]) -> None:
+        if any(op.kind == "create" for op in ops):
+            self.features()  # proven once, before the workers start
 
     def _require_infer_false(self) -> None:
         features = self.features()
@@ -380,4 +399,5 @@ def build(name: str, entry: Mem0ServerConfig, config: Config) -> Mem0ServerProvi
         auth=entry.auth,
         timeout=entry.timeout,
         allow_insecure_http=entry.allow_insecure_http,
+        concurrency=entry.concurrency,
     )

@@ -872,7 +872,25 @@ class Engine:
                 key = str(row["id"])
                 item = Outgoing.from_record(record, origin=row["link_id"])
                 ops[key] = WriteOp(row["kind"], key, item=item, provider_id=row["provider_id"])
+        self._attach_previous(rows, ops)
         return {key: ops[key] for key in sorted(ops, key=int)}
+
+    def _attach_previous(self, rows: list[Any], ops: dict[str, WriteOp]) -> None:
+        """Give each update the record it replaces, as staged: no read before the write."""
+        updates = [(row["provider"], row["provider_id"], str(row["id"])) for row in rows]
+        updates = [u for u in updates if u[2] in ops and ops[u[2]].kind == "update" and u[1]]
+        for start in range(0, len(updates), PLAN_CHUNK):
+            chunk = updates[start : start + PLAN_CHUNK]
+            wanted = {(provider, provider_id): key for provider, provider_id, key in chunk}
+            marks = ",".join("(?, ?)" for _ in chunk)
+            for found in self.conn.execute(
+                f"SELECT {RECORD_COLUMNS} FROM records WHERE (provider, provider_id) IN "
+                f"(VALUES {marks})",
+                [value for provider, provider_id, _ in chunk for value in (provider, provider_id)],
+            ):
+                key = wanted.get((found["provider"], found["provider_id"]))
+                if key is not None:
+                    ops[key].previous = row_record(found)
 
     def _record_outcome(
         self,
