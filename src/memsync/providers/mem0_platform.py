@@ -231,6 +231,7 @@ class Mem0PlatformProvider(Mem0HttpProvider):
                 f"(origin {item.origin})"
             )
         text = added[0].get("memory") or (added[0].get("data") or {}).get("memory")
+        self._dated[str(added[0]["id"])] = bool(item.expiration_date)
         return self._as_written(str(added[0]["id"]), item, text)
 
     def update_op(self, op: WriteOp) -> Record:
@@ -293,10 +294,15 @@ class Mem0PlatformProvider(Mem0HttpProvider):
 
     def _batchable(self, op: WriteOp) -> bool:
         """Whether the op fits /v1/batch/, which takes text and metadata but no expiration
-        date: an update that sets a date, or may have to clear one, goes through PUT."""
+        date: an update that sets a date, or may have to clear one, goes through PUT. What the
+        memory held comes from the staging store (``op.previous``), else from this listing."""
         if op.kind != "update" or op.item is None:
             return True
-        return not op.item.expiration_date and self._dated.get(op.provider_id or "") is False
+        if op.item.expiration_date:
+            return False
+        if op.previous is not None:
+            return not op.previous.expiration_date
+        return self._dated.get(op.provider_id or "") is False
 
     def _batch(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
         kind = ops[0].kind
