@@ -286,12 +286,19 @@ def import_command(
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--scope", "scope", help="Only one scope's providers, e.g. user_id=alice.")
 @pass_app
-def status(app: App, as_json: bool) -> None:
+def status(app: App, as_json: bool, scope: str | None) -> None:
     """What memsync knows: config, staging database, each provider's mirror."""
+    from memsync.scope_views import fold_scopes, only_scope
+    from memsync.scopes import Scope
     from memsync.status import collect_status, render_status
 
     report = collect_status(app.paths)
+    if scope is not None:
+        only_scope(report, Scope.parse(scope))
+    else:
+        fold_scopes(report)
     if as_json:
         print_json(report)
     else:

@@ -24,6 +24,7 @@ import contextlib
 import json
 import logging
 import os
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,6 +85,32 @@ class ScopedCycleReport(CycleReport):
         if code == 0 and any(s.state == "error" for s in self.scopes.values()):
             return 1
         return code
+
+    def quiet_names(self, *, shown: int = 20) -> set[str]:
+        """Provider names a person need not read: those of ok scopes, when there are many."""
+        if len(self.scopes) <= shown:
+            return set()
+        return {n for s in self.scopes.values() if s.state == "ok" for n in s.providers}
+
+    def scope_lines(self) -> list[str]:
+        """What a person reads about the scopes: discovery, each scope in trouble, a count."""
+        lines = []
+        for name, found in self.discovery.items():
+            if found.get("error"):
+                lines.append(f"{name}: discovery failed: {found['error']}")
+            else:
+                note = f" (partial: {found['note']})" if found.get("note") else ""
+                lines.append(f"{name}: discovered {found['scopes']} scope(s){note}")
+        for label, scope in self.scopes.items():
+            if scope.state not in ("ok", "skipped"):
+                lines.append(f"scope {label}: {scope.state}: {scope.error or ''}".rstrip(": "))
+        counts = Counter(s.state for s in self.scopes.values())
+        lines.append(
+            f"scopes: {len(self.scopes)} ("
+            + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+            + ")"
+        )
+        return lines
 
     def as_dict(self) -> dict[str, Any]:
         data = super().as_dict()
