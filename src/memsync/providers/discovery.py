@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 from memsync.errors import AuthError, ProviderError, TransientProviderError
 from memsync.providers.base import Provider
 from memsync.providers.mem0_paging import fetch_all, start_for
@@ -160,16 +162,22 @@ def _from_entities(provider: Any, keys: tuple[str, ...], fixed: Mapping[str, str
             name = entity.get("name")
             if isinstance(name, str) and name:
                 scopes.add(Scope.of({key: name}))
-        path, params = _next_page(body, provider.base_url), {}
+        path, following = _next_page(body)
+        params = {**provider.params, **following}
     return Discovery(scopes)
 
 
-def _next_page(body: Any, base_url: str) -> str | None:
-    """The path of the next page of a paginated answer, or None on the last one."""
+def _next_page(body: Any) -> tuple[str | None, dict[str, Any]]:
+    """The path and query of the next page of a paginated answer; (None, {}) on the last.
+
+    Only the path and query are taken from ``next``: the request goes to the configured
+    base_url, so an answer can never send the API key to another host.
+    """
     following = body.get("next") if isinstance(body, dict) else None
     if not isinstance(following, str) or not following:
-        return None
-    return following[len(base_url) :] if following.startswith(base_url) else following
+        return None, {}
+    url = httpx.URL(following)
+    return url.path, dict(url.params)
 
 
 def _from_platform_memories(

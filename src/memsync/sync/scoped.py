@@ -21,6 +21,8 @@ discovery and shared by every scope's binding.
 from __future__ import annotations
 
 import contextlib
+import copy
+import importlib
 import json
 import logging
 import os
@@ -213,6 +215,7 @@ class ScopeBinder:
 
     def _bind_mem0(self, name: str, scoped: str, base: Provider, values: dict[str, str]) -> Provider:
         from memsync.providers import FACTORIES
+        from memsync.providers.mem0_http import Mem0HttpProvider
 
         entry = self.config.providers[name]
         if entry.type == "mem0-oss" and getattr(base, "memory", None) is not None:
@@ -230,12 +233,25 @@ class ScopeBinder:
                 mem0_dir=base.mem0_dir,
                 busy_timeout=base.busy_timeout,
             )
+        if isinstance(base, Mem0HttpProvider):
+            return _http_bound(base, scoped, values)
         module_name, _, function = FACTORIES[entry.type].partition(":")
-        import importlib
-
         factory = getattr(importlib.import_module(module_name), function)
         provider: Provider = factory(scoped, entry.model_copy(update={"scope": values}), self.config)
         return provider
+
+
+def _http_bound(base: Any, name: str, scope: Mapping[str, str]) -> Provider:
+    """The HTTP provider of one scope: the configured one's settings (key, endpoint, transport),
+    its own scope and name, and an HTTP client of its own, made on first use."""
+    bound = copy.copy(base)
+    bound.name = name
+    bound.scope = base.scope_ids(scope)
+    bound._http = None
+    if hasattr(bound, "_features"):
+        bound._features = None
+    assert isinstance(bound, Provider)
+    return bound
 
 
 def run_scoped_cycle(
