@@ -222,7 +222,8 @@ class Engine:
         topology = Topology(
             self.topology.active, self.topology.directions, self.topology.policy, unavailable
         )
-        self._supersede_stale(run_id, options)
+        if joined_run is None:  # a shared run does this once, in start_shared_run
+            self._supersede_stale(run_id, options)
         if not _stopping(options):
             self._plan(run_id, topology, report, options)
         fault_point("cycle:after-plan")
@@ -230,8 +231,22 @@ class Engine:
             self._replay(run_id, topology, report, options)
         report.finished_at = utc_now_iso()
         self._finish_run(report, record_run=joined_run is None)
-        self._prune_outbox(run_id)
+        if joined_run is None:
+            self._prune_outbox(run_id)
         return report
+
+    def start_shared_run(self, options: SyncOptions) -> int:
+        """Start a run that several cycles join (one per scope, ``run_cycle(run_id=...)``).
+
+        The run-wide steps happen once here (and in ``end_shared_run``), not once per cycle:
+        each scans the outbox's older runs, which a thousand scopes would repeat.
+        """
+        run_id = self._start_run()
+        self._supersede_stale(run_id, options)
+        return run_id
+
+    def end_shared_run(self, run_id: int) -> None:
+        self._prune_outbox(run_id)
 
     def _selected(self, options: SyncOptions) -> set[str]:
         if not options.only:
@@ -691,7 +706,8 @@ class Engine:
         targets = [
             row[0]
             for row in self.conn.execute(
-                "SELECT DISTINCT provider FROM outbox WHERE run_id = ? AND state = 'pending'",
+                "SELECT DISTINCT provider FROM outbox WHERE run_id = ? AND state = 'pending'"
+                + self._own_rows("outbox"),
                 (run_id,),
             )
         ]

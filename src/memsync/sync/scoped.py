@@ -25,7 +25,6 @@ import copy
 import importlib
 import json
 import logging
-import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -186,6 +185,10 @@ class ScopeBinder:
         scoped = scoped_name(name, scope)
         if entry.type in MEM0_TYPES:
             values = {**fixed_keys(entry), **scope.as_dict()}
+            own = getattr(base, "bound_to", None)  # a provider class may bind itself
+            if callable(own):
+                bound: Provider = own(scoped, values)
+                return bound
             return self._bind_mem0(name, scoped, base, values)
         if is_template(entry):
             from memsync.providers.mnem_store_per_scope import StorePerScopeMnem
@@ -263,7 +266,8 @@ def run_scoped_cycle(
     only_scopes: Iterable[Scope] | None = None,
 ) -> ScopedCycleReport:
     """One run over every scope (or ``only_scopes``), each scope an engine cycle of its own."""
-    run_id = _start_run(store)
+    housekeeper = Engine(config, store, {}, scoped=True)
+    run_id = housekeeper.start_shared_run(options)
     report = ScopedCycleReport(run_id, options.dry_run, utc_now_iso())
     binder = ScopeBinder(config, bases)
     with contextlib.ExitStack() as handles:
@@ -282,6 +286,7 @@ def run_scoped_cycle(
             _sync_scope(config, store, binder, scope, options, run_id, report, outcome)
     report.finished_at = utc_now_iso()
     _finish_run(store, report)
+    housekeeper.end_shared_run(run_id)
     return report
 
 
@@ -418,15 +423,6 @@ def _merge(report: ScopedCycleReport, sub: CycleReport) -> None:
 
 
 # --- the run row (one for all scopes) --------------------------------------------------------
-
-
-def _start_run(store: StagingStore) -> int:
-    with store.transaction() as conn:
-        cursor = conn.execute(
-            "INSERT INTO runs (started_at, status, pid) VALUES (?, 'running', ?)",
-            (utc_now_iso(), os.getpid()),
-        )
-        return int(cursor.lastrowid or 0)
 
 
 def _finish_run(store: StagingStore, report: ScopedCycleReport) -> None:
