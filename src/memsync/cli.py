@@ -143,14 +143,21 @@ def check(app: App) -> None:
 
     Exits 0 when every provider answered, 1 when one did not (each is listed with why).
     """
+    from memsync.scope_views import check_scoped
+    from memsync.scopes import is_template
+
     config = app.config
     click.echo(f"config: {app.paths.config_file}: ok ({len(config.providers)} providers)")
     failures = 0
     for name, entry in config.providers.items():
         marker = " (active)" if name == config.sync.active else ""
         try:
-            with app.provider(name) as provider:
-                detail = provider.check()
+            provider = app.provider(name)
+            if is_template(entry):  # a template names no store of its own to open
+                detail = check_scoped(config, name, provider) or ""
+            else:
+                with provider:
+                    detail = check_scoped(config, name, provider) or provider.check()
         except ProviderUnavailable as exc:
             failures += 1
             click.echo(f"{name} [{entry.type}]{marker}: not available: {exc}")

@@ -115,3 +115,22 @@ def provider_in_scope(config: Config, name: str, scope: Scope | None) -> Provide
 
     base = build_provider(name, config)
     return ScopeBinder(config, {name: base}).bind(name, base, scope)
+
+
+def check_scoped(config: Config, name: str, provider: Provider) -> str | None:
+    """What ``memsync check`` says of a provider synced per scope (None: an ordinary one)."""
+    from memsync.providers.discovery import discover_scopes
+    from memsync.scopes import fixed_keys, is_template, template_root, wildcard_keys
+
+    entry = config.providers[name]
+    keys = scoped_config_keys(config.providers)
+    if not keys:
+        return None
+    if is_template(entry):
+        create = "created on first write" if getattr(entry, "create", False) else "must exist"
+        return f"one store per scope under {template_root(entry.path)} ({create})"
+    if wildcard_keys(entry) or entry.type == "pmm-dir":
+        found = discover_scopes(provider, keys, fixed_keys(entry))
+        partial = f" (partial: {found.note})" if found.note else ""
+        return f"reachable, {len(found.scopes)} scope(s) discovered{partial}"
+    return None
