@@ -78,7 +78,9 @@ def child(scopes: int, per_scope: int, target: str) -> None:
     class ScopedReplica(MemoryProvider):
         """An in-process receiver per scope (a Mem0 store that memsync fills)."""
 
-        stores: dict[str, MemoryStore] = {}
+        def __init__(self, name: str) -> None:
+            super().__init__(name)
+            self.stores: dict[str, MemoryStore] = {}
 
         def bound_to(self, name: str, values: dict[str, str]) -> MemoryProvider:
             store = self.stores.setdefault(name, MemoryStore())

@@ -15,9 +15,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import mnem  # the real SDK: a missing build is an error, not a skip
 import pytest
 
-import mnem  # the real SDK: a missing build is an error, not a skip
 from memsync.config import load_config
 from memsync.errors import RefusedError
 from memsync.providers import build_provider
@@ -170,7 +170,9 @@ def test_a_hostile_user_id_is_refused_and_written_nowhere(team: Path, cli: Any) 
         assert "refused" in hostile["error"] and label in hostile["error"]
     assert set(os.listdir(team)) == before
     assert sorted(os.listdir(team / "agents")) == sorted(USERS)
-    assert not any("escape" in p.name or "climbs" in p.read_text() for p in (team / "backup").iterdir())
+    assert not any(
+        "escape" in p.name or "climbs" in p.read_text() for p in (team / "backup").iterdir()
+    )
     for user in USERS:  # the others still synced
         assert report["scopes"][f"user_id={user}"]["state"] == "ok"
     assert "refused" in cli("sync").output
@@ -199,7 +201,11 @@ def test_status_verify_and_log_per_scope(team: Path, cli: Any) -> None:
     assert status["providers"]["mem0"]["scopes"] == 3
     assert status["providers"]["mem0"]["records"] == sum(USERS.values())
     one = json.loads(cli("status", "--json", "--scope", "user_id=alice").output)
-    assert set(one["providers"]) == {"mem0[user_id=alice]", "agents[user_id=alice]", "backup[user_id=alice]"}
+    assert set(one["providers"]) == {
+        "mem0[user_id=alice]",
+        "agents[user_id=alice]",
+        "backup[user_id=alice]",
+    }
     assert one["providers"]["mem0[user_id=alice]"]["records"] == 3
     text = cli("status").output
     assert "3 scopes" in text

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from memsync.config import Config
+from memsync.config import Config, MnemConfig
 from memsync.errors import MemsyncError
 from memsync.providers import Provider, build_provider
 from memsync.scopes import Scope, scoped_config_keys, scoped_name, split_scoped_name
@@ -81,7 +81,9 @@ def only_scope(report: dict[str, Any], scope: Scope) -> None:
     report["scope"] = scope.as_dict()
 
 
-def scope_provider_names(store: StagingStore, scope: Scope, provider: str | None = None) -> list[str]:
+def scope_provider_names(
+    store: StagingStore, scope: Scope, provider: str | None = None
+) -> list[str]:
     """The staging names of one scope's providers (or of one provider in it)."""
     if provider is not None:
         return [scoped_name(provider, scope)]
@@ -104,9 +106,7 @@ def provider_in_scope(config: Config, name: str, scope: Scope | None) -> Provide
         return build_provider(name, config)
     if scope is None:
         example = ",".join(f"{k}=VALUE" for k in keys)
-        raise MemsyncError(
-            f"providers.{name} is synced per scope; name one with --scope {example}"
-        )
+        raise MemsyncError(f"providers.{name} is synced per scope; name one with --scope {example}")
     if scope.keys != keys:
         raise MemsyncError(
             f"--scope {scope.label}: the config's scopes are keyed by {', '.join(keys)}"
@@ -126,7 +126,7 @@ def check_scoped(config: Config, name: str, provider: Provider) -> str | None:
     keys = scoped_config_keys(config.providers)
     if not keys:
         return None
-    if is_template(entry):
+    if isinstance(entry, MnemConfig) and is_template(entry):
         create = "created on first write" if getattr(entry, "create", False) else "must exist"
         return f"one store per scope under {template_root(entry.path)} ({create})"
     if wildcard_keys(entry) or entry.type == "pmm-dir":

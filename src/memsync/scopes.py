@@ -155,7 +155,9 @@ def check_scoped_config(providers: Mapping[str, Any]) -> None:
     wild = {name: wildcard_keys(entry) for name, entry in providers.items()}
     wild = {name: keys for name, keys in wild.items() if keys}
     templates = {
-        name: template_keys(str(entry.path)) for name, entry in providers.items() if is_template(entry)
+        name: template_keys(str(entry.path))
+        for name, entry in providers.items()
+        if is_template(entry)
     }
     if not wild and not templates:
         return
@@ -193,7 +195,7 @@ def check_scoped_config(providers: Mapping[str, Any]) -> None:
             continue  # one file per scope key: holds every scope already
         raise ValueError(
             f"providers.{name}: a {entry.type} provider holds one scope and cannot sit beside "
-            'wildcard scopes; give it the wildcard (Mem0), a path template (mnem, e.g. '
+            "wildcard scopes; give it the wildcard (Mem0), a path template (mnem, e.g. "
             '"~/agents/{' + keys[0] + '}/memory") or no scope_key (pmm-dir), or sync it from '
             "a config of its own"
         )

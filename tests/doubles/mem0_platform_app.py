@@ -269,7 +269,6 @@ class Mem0PlatformDouble:
             del self.memories[entry["memory_id"]]
         return JSONResponse({"message": f"Successfully deleted {len(items)} memories"})
 
-
     @_handle
     async def entities(self, request: Request) -> Response:
         """``GET /v1/entities/``: every user, agent, app and run holding memories.

@@ -60,7 +60,9 @@ def discover_scopes(
     raise ProviderError(f"{provider.name}: a {provider.type} provider cannot discover scopes")
 
 
-def scope_of(fields: Mapping[str, Any], keys: tuple[str, ...], fixed: Mapping[str, str]) -> Scope | None:
+def scope_of(
+    fields: Mapping[str, Any], keys: tuple[str, ...], fixed: Mapping[str, str]
+) -> Scope | None:
     """The scope a memory belongs to, or None when it lacks a wildcard key or a fixed one."""
     values: dict[str, str] = {}
     for key in keys:
@@ -73,7 +75,9 @@ def scope_of(fields: Mapping[str, Any], keys: tuple[str, ...], fixed: Mapping[st
     return Scope.of(values)
 
 
-def _scopes(rows: Iterable[Mapping[str, Any]], keys: tuple[str, ...], fixed: Mapping[str, str]) -> set[Scope]:
+def _scopes(
+    rows: Iterable[Mapping[str, Any]], keys: tuple[str, ...], fixed: Mapping[str, str]
+) -> set[Scope]:
     found = (scope_of(row, keys, fixed) for row in rows)
     return {scope for scope in found if scope is not None}
 
@@ -161,9 +165,7 @@ def _from_entities(provider: Any, keys: tuple[str, ...], fixed: Mapping[str, str
         body = provider.http.get(path, params=params)
         entities = body.get("results") if isinstance(body, dict) else body
         if not isinstance(entities, list):
-            raise ProviderError(
-                f"{provider.name}: GET /v1/entities/ answered no list of entities"
-            )
+            raise ProviderError(f"{provider.name}: GET /v1/entities/ answered no list of entities")
         for entity in entities:
             if not isinstance(entity, dict) or ENTITY_KEYS.get(str(entity.get("type"))) != key:
                 continue
@@ -199,9 +201,7 @@ def _from_platform_memories(
     while True:
         page = provider._page(number, filters)
         results = page["results"]
-        scopes |= _scopes(
-            (_with_run_id(r) for r in results if isinstance(r, dict)), keys, fixed
-        )
+        scopes |= _scopes((_with_run_id(r) for r in results if isinstance(r, dict)), keys, fixed)
         if not page.get("next") or not results:
             return Discovery(scopes)
         number += 1

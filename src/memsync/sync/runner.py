@@ -48,6 +48,7 @@ def run_sync(
     try:
         paths.ensure()
         with StagingStore.open(paths.database) as store:
+            report: CycleReport
             if scoped_config_keys(config.providers):
                 report = run_scoped_cycle(config, store, providers, options)
             else:

@@ -216,7 +216,9 @@ class ScopeBinder:
             )
         raise MemsyncError(f"providers.{name}: a {entry.type} provider cannot be bound to a scope")
 
-    def _bind_mem0(self, name: str, scoped: str, base: Provider, values: dict[str, str]) -> Provider:
+    def _bind_mem0(
+        self, name: str, scoped: str, base: Provider, values: dict[str, str]
+    ) -> Provider:
         from memsync.providers import FACTORIES
         from memsync.providers.mem0_http import Mem0HttpProvider
 
@@ -240,7 +242,9 @@ class ScopeBinder:
             return _http_bound(base, scoped, values)
         module_name, _, function = FACTORIES[entry.type].partition(":")
         factory = getattr(importlib.import_module(module_name), function)
-        provider: Provider = factory(scoped, entry.model_copy(update={"scope": values}), self.config)
+        provider: Provider = factory(
+            scoped, entry.model_copy(update={"scope": values}), self.config
+        )
         return provider
 
 
@@ -297,9 +301,7 @@ def _discover(
     handles: contextlib.ExitStack,
 ) -> tuple[set[Scope], bool]:
     """Scopes found by every source that can list them; False when one could not see all."""
-    topology = Topology(
-        config.sync.active, {n: p.direction for n, p in config.providers.items()}
-    )
+    topology = Topology(config.sync.active, {n: p.direction for n, p in config.providers.items()})
     found: set[Scope] = set()
     complete = True
     for name, base in binder.bases.items():
@@ -310,7 +312,10 @@ def _discover(
             base.open()
         except MemsyncError as exc:
             binder.unavailable[name] = exc
-            report.discovery[name] = {"state": "busy" if isinstance(exc, ProviderBusy) else "error", "error": str(exc)}
+            report.discovery[name] = {
+                "state": "busy" if isinstance(exc, ProviderBusy) else "error",
+                "error": str(exc),
+            }
             complete = False
             log.warning("%s: %s", name, exc)
             continue
@@ -426,10 +431,9 @@ def _merge(report: ScopedCycleReport, sub: CycleReport) -> None:
 
 
 def _finish_run(store: StagingStore, report: ScopedCycleReport) -> None:
+    status = "ok" if report.exit_code == 0 else "attention"
     if report.interrupted:
         status = "interrupted"
-    else:
-        status = "ok" if report.exit_code == 0 else "attention"
     with store.transaction() as conn:
         conn.execute(
             "UPDATE runs SET finished_at = ?, status = ?, summary = ? WHERE id = ?",
