@@ -869,9 +869,9 @@ def build(name: str, entry: MnemConfig, config: Config) -> MnemProvider:
     except ProviderUnavailable as exc:
         raise ProviderUnavailable(f"providers.{name}: {exc}") from None
     if entry.create:
-        from memsync.providers.mnem_store_per_scope import StorePerScopeMnem
+        from memsync.providers.mnem_on_demand import OnDemandMnemProvider
 
-        return StorePerScopeMnem(
+        return OnDemandMnemProvider(
             name,
             entry.path,
             create=True,

@@ -191,10 +191,10 @@ class ScopeBinder:
                 return bound
             return self._bind_mem0(name, scoped, base, values)
         if is_template(entry):
-            from memsync.providers.mnem_store_per_scope import StorePerScopeMnem
+            from memsync.providers.mnem_on_demand import OnDemandMnemProvider
 
             assert entry.type == "mnem"
-            return StorePerScopeMnem(
+            return OnDemandMnemProvider(
                 scoped,
                 fill_template(entry.path, scope, provider=name),
                 create=entry.create,

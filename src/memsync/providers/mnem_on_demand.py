@@ -19,7 +19,7 @@ from memsync.providers.mnem import MnemListing, MnemProvider
 from memsync.records import Record
 
 
-class StorePerScopeMnem(MnemProvider):
+class OnDemandMnemProvider(MnemProvider):
     """A ``MnemProvider`` whose store is created on the first write when ``create`` is set."""
 
     def __init__(
