@@ -222,3 +222,13 @@ def test_check_reports_discovered_scopes_and_the_store_template(team: Path, cli:
     assert result.exit_code == 0, result.output
     assert "mem0 [mem0-oss] (active): reachable, 3 scope(s) discovered" in result.output
     assert f"one store per scope under {team / 'agents'} (created on first write)" in result.output
+
+
+def test_one_scope_commands_refuse_a_wildcard_provider_with_one_line(team: Path, cli: Any) -> None:
+    result = cli("export", "--provider", "mem0", "--output", str(team / "out.jsonl"))
+    assert result.exit_code != 0
+    assert "providers.mem0 is synced per scope (user_id)" in result.output
+    assert "Traceback" not in result.output
+    unscoped = cli("verify", "mem0", "agents")
+    assert unscoped.exit_code != 0
+    assert "--scope user_id=VALUE" in unscoped.output

@@ -46,6 +46,10 @@ class App:
         return self._config
 
     def provider(self, name: str) -> Provider:
+        from memsync.scope_views import refuse_unscoped
+
+        command = click.get_current_context().info_name or "this command"
+        refuse_unscoped(self.config, name, command)
         return build_provider(name, self.config)
 
     def store(self, *, create: bool = True) -> StagingStore:
@@ -152,7 +156,7 @@ def check(app: App) -> None:
     for name, entry in config.providers.items():
         marker = " (active)" if name == config.sync.active else ""
         try:
-            provider = app.provider(name)
+            provider = build_provider(name, config)
             if is_template(entry):  # a template names no store of its own to open
                 detail = check_scoped(config, name, provider) or ""
             else:

@@ -134,3 +134,17 @@ def check_scoped(config: Config, name: str, provider: Provider) -> str | None:
         partial = f" (partial: {found.note})" if found.note else ""
         return f"reachable, {len(found.scopes)} scope(s) discovered{partial}"
     return None
+
+
+def refuse_unscoped(config: Config, name: str, command: str) -> None:
+    """A command that works on one scope cannot take a wildcard provider or a store template."""
+    from memsync.scopes import is_template, wildcard_keys
+
+    entry = config.provider(name)
+    if wildcard_keys(entry) or is_template(entry):
+        keys = ", ".join(scoped_config_keys(config.providers))
+        raise MemsyncError(
+            f"providers.{name} is synced per scope ({keys}"
+            f"); `memsync {command}` works on one provider with one scope: give it a config "
+            "naming that scope, or use the per-scope pmm-dir backup"
+        )
