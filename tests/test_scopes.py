@@ -232,3 +232,57 @@ def test_one_scope_commands_refuse_a_wildcard_provider_with_one_line(team: Path,
     unscoped = cli("verify", "mem0", "agents")
     assert unscoped.exit_code != 0
     assert "--scope user_id=VALUE" in unscoped.output
+
+
+def test_one_mnem_store_is_open_at_a_time_and_none_after_the_cycle(
+    home: Path, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memsync.providers.mnem_on_demand import OnDemandMnemProvider
+
+    configure(home)
+    with Mem0App(home) as memory:
+        for i in range(30):
+            insert(memory, f"user{i:02d}", [f"note of user {i}"])
+    open_now: set[int] = set()
+    most = 0
+    real_open, real_close = OnDemandMnemProvider.open, OnDemandMnemProvider.close
+
+    def counting_open(self: OnDemandMnemProvider) -> None:
+        nonlocal most
+        real_open(self)
+        open_now.add(id(self))
+        most = max(most, len(open_now))
+
+    def counting_close(self: OnDemandMnemProvider) -> None:
+        real_close(self)
+        open_now.discard(id(self))
+
+    monkeypatch.setattr(OnDemandMnemProvider, "open", counting_open)
+    monkeypatch.setattr(OnDemandMnemProvider, "close", counting_close)
+    fds_before = len(os.listdir("/proc/self/fd"))
+    code, report = sync_json(cli)
+    assert code == 0, report
+    assert len(report["scopes"]) == 30
+    assert most == 1 and not open_now
+    assert len(os.listdir("/proc/self/fd")) <= fds_before + 2  # no descriptor per scope
+    for i in range(30):  # every store was released: the agent can open it at once
+        assert mnem_texts(home / "agents" / f"user{i:02d}" / "memory") == {f"note of user {i}"}
+
+
+def test_a_store_held_by_the_application_is_busy_in_every_scope_and_loses_nothing(
+    team: Path, cli: Any
+) -> None:
+    configure(team, extra="")
+    text = (team / "config" / "config.toml").read_text()
+    (team / "config" / "config.toml").write_text(
+        text.replace('embedder = "hash"', 'embedder = "hash"\nbusy_timeout = "1s"')
+    )
+    assert cli("sync").exit_code == 0
+    with Mem0App(team):  # the application holds the local Qdrant store
+        code, report = sync_json(cli)
+    assert code == 1
+    assert report["discovery"]["mem0"]["state"] == "busy"
+    assert {s["state"] for s in report["scopes"].values()} == {"busy"}
+    for user, count in USERS.items():
+        assert mnem_texts(team / "agents" / user / "memory") == set(texts_for(user, count))
+    assert cli("sync").exit_code == 0  # and the next cycle is whole again

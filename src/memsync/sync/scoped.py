@@ -98,7 +98,7 @@ class ScopedCycleReport(CycleReport):
         lines = []
         for name, found in self.discovery.items():
             if found.get("error"):
-                lines.append(f"{name}: discovery failed: {found['error']}")
+                lines.append(f"{name}: {found['state']}: {found['error']}")
             else:
                 note = f" (partial: {found['note']})" if found.get("note") else ""
                 lines.append(f"{name}: discovered {found['scopes']} scope(s){note}")
@@ -306,7 +306,9 @@ def _discover(
     complete = True
     for name, base in binder.bases.items():
         entry = config.providers[name]
-        if entry.type not in (*MEM0_TYPES, "pmm-dir") or not topology.is_source(name):
+        source = entry.type in (*MEM0_TYPES, "pmm-dir") and topology.is_source(name)
+        shared = entry.type == "mem0-oss"  # one Memory for every scope, source or not
+        if not source and not shared:
             continue
         try:
             base.open()
@@ -316,10 +318,12 @@ def _discover(
                 "state": "busy" if isinstance(exc, ProviderBusy) else "error",
                 "error": str(exc),
             }
-            complete = False
+            complete = complete and not source
             log.warning("%s: %s", name, exc)
             continue
         handles.callback(base.close)
+        if not source:
+            continue
         try:
             discovery = discover_scopes(base, binder.keys, fixed_keys(entry))
         except MemsyncError as exc:
