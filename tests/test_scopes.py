@@ -286,3 +286,30 @@ def test_a_store_held_by_the_application_is_busy_in_every_scope_and_loses_nothin
     for user, count in USERS.items():
         assert mnem_texts(team / "agents" / user / "memory") == set(texts_for(user, count))
     assert cli("sync").exit_code == 0  # and the next cycle is whole again
+
+
+def test_a_pmm_file_for_a_new_user_is_a_scope_discovered_from_the_directory(
+    home: Path, cli: Any
+) -> None:
+    from memsync.pmm import Header, write_pmm_file
+    from memsync.records import Record
+
+    configure(home, extra="")
+    config = home / "config" / "config.toml"
+    config.write_text(config.read_text().replace('direction = "push"', 'direction = "both"'))
+    with Mem0App(home) as memory:
+        insert(memory, "alice", ["alice likes tea"])
+    (home / "backup").mkdir()
+    write_pmm_file(
+        home / "backup" / "erin.pmm.jsonl",
+        Header(source_provider="pmm", scope={"scope_key": "erin"}),
+        [Record(id="pmm:erin-1", content="erin keeps bees", metadata={}, scope_key="erin")],
+    )
+    code, report = sync_json(cli)
+    assert code == 0, report
+    assert report["discovery"]["backup"]["scopes"] == 1
+    assert set(report["scopes"]) == {"user_id=alice", "user_id=erin"}
+    with Mem0App(home) as memory:
+        erin = memory.get_all(filters={"user_id": "erin"}, top_k=10)["results"]
+    assert [m["memory"] for m in erin] == ["erin keeps bees"]
+    assert mnem_texts(home / "agents" / "erin" / "memory") == {"erin keeps bees"}
