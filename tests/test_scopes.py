@@ -313,3 +313,41 @@ def test_a_pmm_file_for_a_new_user_is_a_scope_discovered_from_the_directory(
         erin = memory.get_all(filters={"user_id": "erin"}, top_k=10)["results"]
     assert [m["memory"] for m in erin] == ["erin keeps bees"]
     assert mnem_texts(home / "agents" / "erin" / "memory") == {"erin keeps bees"}
+
+
+def remember(path: Path, node_id: str, text: str | None) -> None:
+    """The user's agent writes (or, with None, forgets) a node of its own mnem store."""
+    import gc
+
+    store = mnem.open(str(path)) if (path / ".mnem").exists() else mnem.init(str(path))
+    try:
+        if text is None:
+            mnem.agents.forget(store, node_id)
+        else:
+            mnem.agents.remember(store, node_id, text)
+    finally:
+        del store
+        gc.collect()
+
+
+def test_memories_with_the_same_id_in_two_scopes_never_touch_each_other(
+    team: Path, cli: Any
+) -> None:
+    agents = team / "agents"
+    remember(agents / "alice" / "memory", "profile", "alice is vegetarian")
+    remember(agents / "bob" / "memory", "profile", "bob is vegan")
+    assert cli("sync").exit_code == 0
+
+    def mem0_texts(user: str) -> set[str]:
+        with Mem0App(team) as memory:
+            found = memory.get_all(filters={"user_id": user}, top_k=100)["results"]
+        return {m["memory"] for m in found}
+
+    assert "alice is vegetarian" in mem0_texts("alice")
+    assert "bob is vegan" in mem0_texts("bob") and "alice is vegetarian" not in mem0_texts("bob")
+    remember(agents / "alice" / "memory", "profile", None)  # alice's agent forgets hers
+    code, report = sync_json(cli)
+    assert code == 0, report
+    assert "alice is vegetarian" not in mem0_texts("alice")
+    assert "bob is vegan" in mem0_texts("bob")  # bob's memory of the same id is untouched
+    assert "bob is vegan" in mnem_texts(agents / "bob" / "memory")

@@ -22,19 +22,20 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import importlib
 import json
 import logging
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from memsync.config import Config
 from memsync.errors import MemsyncError, ProviderBusy
-from memsync.providers.base import Listing, Provider
+from memsync.providers.base import Listing, Provider, WriteOp, WriteResult
 from memsync.providers.discovery import Discovery, discover_scopes
-from memsync.records import Record, utc_now_iso
+from memsync.records import Outgoing, Record, utc_now_iso
 from memsync.scopes import (
     MEM0_TYPES,
     HostileScope,
@@ -161,6 +162,77 @@ class Unavailable(Provider):
         raise self.error
 
 
+class InScope(Provider):
+    """A provider bound to one scope, whose memories staging keys by scope as well as origin.
+
+    Staging keeps one agreed version per memory key (``link_state``), shared by every
+    provider. Two scopes may well hold memories with the same origin: agents writing their
+    own mnem stores name nodes alike (``profile``), foreign PMM files number their records
+    from 1. Keyed by origin alone, alice deleting her ``profile`` would mark bob's deleted.
+    So inside staging each key carries its scope (``[user_id=alice]mnem:profile``), and the
+    scope is taken off again at the provider's edge: stores see the origin markers they
+    always did, and a memory's key never crosses scopes.
+    """
+
+    def __init__(self, inner: Provider, scope: Scope) -> None:
+        super().__init__(inner.name)
+        self.inner = inner
+        self.prefix = f"[{scope.label}]"
+        self.type = inner.type  # type: ignore[misc]
+        self.family = inner.family  # type: ignore[misc]
+        self.capabilities = inner.capabilities  # type: ignore[misc]
+
+    def _outside(self, item: Outgoing) -> Outgoing:
+        if not item.origin.startswith(self.prefix):
+            return item
+        return dataclasses.replace(item, origin=item.origin[len(self.prefix) :])
+
+    def open(self) -> None:
+        self.inner.open()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def identity(self) -> str:
+        return self.inner.identity()
+
+    def scope_key(self) -> str:
+        return self.inner.scope_key()
+
+    def describe_scope(self) -> dict[str, Any]:
+        return self.inner.describe_scope()
+
+    def origin_of(self, record: Record) -> str:
+        return self.prefix + self.inner.origin_of(record)
+
+    def check(self) -> str:
+        return self.inner.check()
+
+    def listing(self, cursor: str | None = None) -> Listing:
+        return self.inner.listing(cursor)
+
+    def get(self, provider_id: str) -> Record | None:
+        return self.inner.get(provider_id)
+
+    def create(self, item: Outgoing) -> Record:
+        return self.inner.create(self._outside(item))
+
+    def update(self, provider_id: str, item: Outgoing) -> Record:
+        return self.inner.update(provider_id, self._outside(item))
+
+    def delete(self, provider_id: str) -> None:
+        self.inner.delete(provider_id)
+
+    def write_many(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
+        asked = {op.key: op for op in ops}
+        outside = [
+            dataclasses.replace(op, item=self._outside(op.item)) if op.item is not None else op
+            for op in ops
+        ]
+        for result in self.inner.write_many(outside):
+            yield WriteResult(asked[result.op.key], record=result.record, error=result.error)
+
+
 class ScopeBinder:
     """Builds the providers of one scope from the configured (wildcard) ones."""
 
@@ -174,7 +246,7 @@ class ScopeBinder:
         """Every provider bound to ``scope``; HostileScope when a template refuses its keys."""
         bound: dict[str, Provider] = {}
         for name, base in self.bases.items():
-            provider = self.bind(name, base, scope)
+            provider: Provider = InScope(self.bind(name, base, scope), scope)
             if name in self.unavailable:
                 provider = Unavailable(provider, self.unavailable[name])
             bound[provider.name] = provider
