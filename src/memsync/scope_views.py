@@ -71,7 +71,12 @@ def only_scope(report: dict[str, Any], scope: Scope) -> None:
     for name, entry in providers.items():
         split = split_scoped_name(name)
         if split is not None and split[1] == scope:
-            kept[name] = entry
+            base = providers.get(split[0], {})
+            kept[name] = {
+                **entry,
+                "type": base.get("type", "?"),
+                "direction": base.get("direction", "?"),
+            }
     if not kept:
         raise MemsyncError(
             f"no scope {scope.label} in staging yet; `memsync status` lists how many scopes each "

@@ -105,7 +105,10 @@ class ScopedCycleReport(CycleReport):
                 lines.append(f"{name}: discovered {found['scopes']} scope(s){note}")
         for label, scope in self.scopes.items():
             if scope.state not in ("ok", "skipped"):
-                lines.append(f"scope {label}: {scope.state}: {scope.error or ''}".rstrip(": "))
+                error = scope.error or ""
+                if error.startswith(f"scope {label}: "):
+                    error = error[len(f"scope {label}: ") :]
+                lines.append(f"scope {label}: {scope.state}: {error}".rstrip(": "))
         counts = Counter(s.state for s in self.scopes.values())
         lines.append(
             f"scopes: {len(self.scopes)} ("
