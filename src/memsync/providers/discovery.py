@@ -174,6 +174,9 @@ def _from_entities(provider: Any, keys: tuple[str, ...], fixed: Mapping[str, str
                 scopes.add(Scope.of({key: name}))
         path, following = _next_page(body)
         params = {**provider.params, **following}
+    if path is not None:
+        note = f"GET /v1/entities/ still had pages after {MAX_ENTITY_PAGES}"
+        return Discovery(scopes, complete=False, note=note)
     return Discovery(scopes)
 
 
