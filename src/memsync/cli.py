@@ -48,7 +48,8 @@ class App:
     def provider(self, name: str) -> Provider:
         from memsync.scope_views import refuse_unscoped
 
-        command = click.get_current_context().info_name or "this command"
+        context = click.get_current_context(silent=True)
+        command = (context.info_name if context else None) or "this command"
         refuse_unscoped(self.config, name, command)
         return build_provider(name, self.config)
 
