@@ -46,6 +46,11 @@ class App:
         return self._config
 
     def provider(self, name: str) -> Provider:
+        from memsync.scope_views import refuse_unscoped
+
+        context = click.get_current_context(silent=True)
+        command = (context.info_name if context else None) or "this command"
+        refuse_unscoped(self.config, name, command)
         return build_provider(name, self.config)
 
     def store(self, *, create: bool = True) -> StagingStore:
@@ -143,14 +148,21 @@ def check(app: App) -> None:
 
     Exits 0 when every provider answered, 1 when one did not (each is listed with why).
     """
+    from memsync.scope_views import check_scoped
+    from memsync.scopes import is_template
+
     config = app.config
     click.echo(f"config: {app.paths.config_file}: ok ({len(config.providers)} providers)")
     failures = 0
     for name, entry in config.providers.items():
         marker = " (active)" if name == config.sync.active else ""
         try:
-            with app.provider(name) as provider:
-                detail = provider.check()
+            provider = build_provider(name, config)
+            if is_template(entry):  # a template names no store of its own to open
+                detail = check_scoped(config, name, provider) or ""
+            else:
+                with provider:
+                    detail = check_scoped(config, name, provider) or provider.check()
         except ProviderUnavailable as exc:
             failures += 1
             click.echo(f"{name} [{entry.type}]{marker}: not available: {exc}")
@@ -286,12 +298,19 @@ def import_command(
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--scope", "scope", help="Only one scope's providers, e.g. user_id=alice.")
 @pass_app
-def status(app: App, as_json: bool) -> None:
+def status(app: App, as_json: bool, scope: str | None) -> None:
     """What memsync knows: config, staging database, each provider's mirror."""
+    from memsync.scope_views import fold_scopes, only_scope
+    from memsync.scopes import Scope
     from memsync.status import collect_status, render_status
 
     report = collect_status(app.paths)
+    if scope is not None:
+        only_scope(report, Scope.parse(scope))
+    else:
+        fold_scopes(report)
     if as_json:
         print_json(report)
     else:

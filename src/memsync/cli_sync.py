@@ -21,13 +21,16 @@ from memsync.staging.aside import set_aside
 from memsync.sync.engine import CycleReport, SyncOptions
 from memsync.sync.journal import log_entries, memory_history, records_at
 from memsync.sync.runner import run_sync
+from memsync.sync.scoped import ScopedCycleReport
 from memsync.sync.verify import verify
 
 
 def _print_cycle(report: CycleReport) -> None:
     verb = "would write" if report.dry_run else "wrote"
+    scoped = report if isinstance(report, ScopedCycleReport) else None
+    hidden = scoped.quiet_names() if scoped else set()
     for name, outcome in report.providers.items():
-        if outcome.state == "skipped":
+        if outcome.state == "skipped" or name in hidden:
             continue
         mirror = outcome.mirror
         line = f"{name}: {outcome.state}"
@@ -83,6 +86,8 @@ def _print_cycle(report: CycleReport) -> None:
         click.echo(f"{report.waiting} action(s) waiting for retry or dead (see `memsync status`)")
     if report.interrupted:
         click.echo("interrupted: the action in flight finished; the rest runs next cycle")
+    for line in scoped.scope_lines() if scoped else []:
+        click.echo(line)
 
 
 @main.command()
@@ -122,6 +127,9 @@ def sync(
     replayed{create, update, delete},
     failures[{provider, action, link_id, error, dead}], conflicts[{id, link_id,
     providers, policy, winner, state}], refusals{NAME: why}, exit_code.
+    With wildcard scopes, providers are named NAME[KEY=VALUE] and the report adds
+    scopes{KEY=VALUE: {scope, state, discovered, providers, error}} and
+    discovery{NAME: {state, scopes, complete, note, error}}.
 
     \b
     Example:
@@ -187,23 +195,32 @@ def switch(app: App, name: str) -> None:
 @click.argument("a")
 @click.argument("b")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--scope", "scope", help="With wildcard scopes: the scope to verify (user_id=alice).")
 @pass_app
-def verify_command(app: App, a: str, b: str, as_json: bool) -> None:
+def verify_command(app: App, a: str, b: str, as_json: bool, scope: str | None) -> None:
     """Prove providers A and B hold the same memories (text and user metadata, in scope).
 
     Every copy counts. A text both held before memsync linked them and then received from
     each other (held twice each, in step) is reported as duplicated. Exits 0 when they are
     reconciled, 1 with the list of differences otherwise.
     """
+    from memsync.scope_views import provider_in_scope
+    from memsync.scopes import Scope
+
+    chosen = Scope.parse(scope) if scope is not None else None
+    first = provider_in_scope(app.config, a, chosen)
+    second = provider_in_scope(app.config, b, chosen)
     if app.paths.database.exists():
         with app.store(create=False) as store:
-            report = verify(app.provider(a), app.provider(b), store)
+            report = verify(first, second, store)
     else:
-        report = verify(app.provider(a), app.provider(b))
+        report = verify(first, second)
     if as_json:
         print_json(report.as_dict())
     else:
-        click.echo(f"{a}: {report.count_a} memories, {b}: {report.count_b} memories")
+        click.echo(
+            f"{first.name}: {report.count_a} memories, {second.name}: {report.count_b} memories"
+        )
         if report.reconciled:
             click.echo("reconciled: both hold the same memories")
         for diff in report.differences[:100]:
@@ -290,14 +307,27 @@ def resolve(app: App, conflict_id: int, keep: str, no_sync: bool) -> None:
 @click.option("--provider", help="Only this provider's changes.")
 @click.option("--since", help="Only changes at or after this time (ISO-8601).")
 @click.option("--limit", type=int, default=200, show_default=True)
+@click.option("--scope", "scope", help="Only one scope's changes, e.g. user_id=alice.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_app
 def log_command(
-    app: App, provider: str | None, since: str | None, limit: int, as_json: bool
+    app: App,
+    provider: str | None,
+    since: str | None,
+    limit: int,
+    scope: str | None,
+    as_json: bool,
 ) -> None:
     """The change journal: what memsync saw added, changed, removed and wrote."""
+    from memsync.scope_views import scope_provider_names
+    from memsync.scopes import Scope
+
     with app.store() as store:
-        entries = log_entries(store, provider=provider, since=since, limit=limit)
+        if scope is None:
+            entries = log_entries(store, provider=provider, since=since, limit=limit)
+        else:
+            names = scope_provider_names(store, Scope.parse(scope), provider)
+            entries = log_entries(store, providers=names, since=since, limit=limit)
     if as_json:
         print_json(entries)
         return

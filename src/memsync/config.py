@@ -121,10 +121,19 @@ class _Http(_Authenticated):
         return value.rstrip("/")
 
 
+WILDCARD = "*"
+
+
 def _check_scope(scope: dict[str, str]) -> dict[str, str]:
     unknown = sorted(set(scope) - set(SCOPE_KEYS))
     if unknown:
         raise ValueError(f"unknown scope key(s) {unknown}; allowed: {', '.join(SCOPE_KEYS)}")
+    for key, value in scope.items():
+        if WILDCARD in value and value != WILDCARD:
+            raise ValueError(
+                f'{key} = {value!r}: "*" is a wildcard only on its own ({key} = "*" syncs '
+                "every one); patterns are not supported"
+            )
     if not any(scope.get(k) for k in SCOPE_KEYS):
         raise ValueError(
             "expected at least one of user_id, agent_id or run_id, e.g. "
@@ -201,6 +210,15 @@ class MnemConfig(ProviderBase):
     branch: str | None = None
     scope_key: str | None = None  # default: the store directory's name
     busy_timeout: float = 10.0  # how long open() retries while an agent holds the store
+    create: bool = False  # initialise a missing store on its first write
+
+    @field_validator("path")
+    @classmethod
+    def _template(cls, value: Path) -> Path:
+        from memsync.scopes import template_keys
+
+        template_keys(str(value))  # a malformed {placeholder} is refused here
+        return value
 
     _busy_timeout = field_validator("busy_timeout", mode="before")(
         classmethod(lambda cls, v: parse_duration(v))
@@ -300,6 +318,13 @@ class Config(_Strict):
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
                 raise ValueError(f"provider name {name!r}: use letters, digits, '-', '_' or '.'")
         return providers
+
+    @model_validator(mode="after")
+    def _scopes_fit_together(self) -> Config:
+        from memsync.scopes import check_scoped_config
+
+        check_scoped_config(self.providers)
+        return self
 
     @model_validator(mode="after")
     def _active_is_configured(self) -> Config:

@@ -164,7 +164,7 @@ def render_status(report: dict[str, Any]) -> None:
         took = _took(cycle.get("duration_s"))
         rows.append(
             (
-                name,
+                name + (f" ({info['scopes']} scopes)" if "scopes" in info else ""),
                 info.get("type", "?"),
                 info.get("direction", "?"),
                 info.get("records", 0),

@@ -72,6 +72,7 @@ class Mem0PlatformDouble:
         self.between_pages: Callable[[int], None] | None = None
         self.count_skew = 0
         self.queues_every_add = False  # behave as if infer: false were ignored
+        self.entities_page_size = 100
         self._last = datetime(2020, 1, 1, tzinfo=UTC)
         routes = [
             Route("/v1/ping/", self.ping, methods=["GET"]),
@@ -82,6 +83,7 @@ class Mem0PlatformDouble:
             Route("/v1/memories/{memory_id}/", self.delete_memory, methods=["DELETE"]),
             Route("/v1/batch/", self.batch_update, methods=["PUT"]),
             Route("/v1/batch/", self.batch_delete, methods=["DELETE"]),
+            Route("/v1/entities/", self.entities, methods=["GET"]),
         ]
         self.app: ASGIApp = self.faults.wrap(Starlette(routes=routes))
 
@@ -308,6 +310,49 @@ class Mem0PlatformDouble:
         for entry in items:
             del self.memories[entry["memory_id"]]
         return JSONResponse({"message": f"Successfully deleted {len(items)} memories"})
+
+    @_handle
+    async def entities(self, request: Request) -> Response:
+        """``GET /v1/entities/``: every user, agent, app and run holding memories.
+
+        The docs show a list of entities; ``MemoryClient.delete_users`` reads the answer's
+        ``results``, so the double answers the paginated object (``?page&page_size``).
+        """
+        try:
+            page = int(request.query_params.get("page", "1"))
+            size = int(request.query_params.get("page_size", str(self.entities_page_size)))
+        except ValueError:
+            raise _Refused(400, "page and page_size must be integers") from None
+        found: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for memory in self.memories.values():
+            for key in ENTITY_IDS:
+                if memory.get(key):
+                    found.setdefault((key[: -len("_id")], memory[key]), []).append(memory)
+        rows = [
+            {
+                "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{kind}/{name}")),
+                "name": name,
+                "type": kind,
+                "created_at": min(m["created_at"] for m in held),
+                "updated_at": max(m["updated_at"] for m in held),
+                "total_memories": len(held),
+                "owner": "tester",
+                "organization": "org_test",
+                "metadata": None,
+            }
+            for (kind, name), held in sorted(found.items())
+        ]
+        start = (page - 1) * size
+        base = str(request.url.replace(query=""))
+        after = start + size < len(rows)
+        return JSONResponse(
+            {
+                "count": len(rows),
+                "next": f"{base}?page={page + 1}&page_size={size}" if after else None,
+                "previous": f"{base}?page={page - 1}&page_size={size}" if page > 1 else None,
+                "results": rows[start : start + size],
+            }
+        )
 
 
 def _valid_id(memory_id: str) -> str:

@@ -124,9 +124,11 @@ class Mem0ServerDouble:
         memory: Memory | None = None,
         supports_show_expired: bool = True,
         honours_top_k: bool = True,
+        user_keys: dict[str, str] | None = None,
     ) -> None:
         self.supports_show_expired = supports_show_expired
-        self.api_key = api_key
+        self.api_key = api_key  # the admin key (ADMIN_API_KEY)
+        self.user_keys = dict(user_keys or {})  # per-user keys (m0sk_...) -> their user id
         self.honours_top_k = honours_top_k
         self.lock = threading.Lock()
         self.bearer_token = bearer_token
@@ -162,6 +164,8 @@ class Mem0ServerDouble:
         key = request.headers.get("x-api-key")
         if key is not None:
             if self.api_key is not None and key == self.api_key:
+                return None
+            if key in self.user_keys:
                 return None
             return JSONResponse({"detail": "Invalid API key."}, status_code=401)
         return JSONResponse(
@@ -251,7 +255,7 @@ class Mem0ServerDouble:
         query = request.query_params
         filters = {k: query[k] for k in ("user_id", "agent_id", "run_id") if query.get(k)}
         if not filters:
-            return JSONResponse({"detail": "At least one identifier is required."}, 400)
+            return self._admin_listing(request)
         params: dict[str, Any] = {"filters": filters}
         if "top_k" in query and self.honours_top_k:
             try:
@@ -280,6 +284,27 @@ class Mem0ServerDouble:
             params["show_expired"] = True
         with self.lock:
             return JSONResponse(self.memory.get_all(**params))
+
+    def _admin_listing(self, request: Request) -> Response:
+        """Without ids, the admin key lists every memory (how a client discovers scopes).
+
+        A per-user key may not: the double answers 403 (upstream's exact wording is not
+        documented; memsync only relies on the refusal being 4xx).
+        """
+        if request.headers.get("x-api-key") in self.user_keys:
+            return JSONResponse(
+                {"detail": "Listing memories without an identifier requires the admin key."},
+                status_code=403,
+            )
+        try:
+            top_k = int(request.query_params.get("top_k", "100"))
+        except ValueError:
+            top_k = -1
+        if not 0 <= top_k <= MAX_TOP_K:
+            return JSONResponse({"detail": f"top_k must be between 0 and {MAX_TOP_K}"}, 422)
+        with self.lock:
+            results = self.memory._get_all_from_vector_store({}, top_k, show_expired=True)
+        return JSONResponse({"results": json.loads(json.dumps(results, default=str))})
 
     async def get_memory(self, request: Request) -> Response:
         if denied := self._unauthorized(request):

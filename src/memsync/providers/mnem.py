@@ -975,6 +975,19 @@ def build(name: str, entry: MnemConfig, config: Config) -> MnemProvider:
         sdk = load_sdk()
     except ProviderUnavailable as exc:
         raise ProviderUnavailable(f"providers.{name}: {exc}") from None
+    if entry.create:
+        from memsync.providers.mnem_on_demand import OnDemandMnemProvider
+
+        return OnDemandMnemProvider(
+            name,
+            entry.path,
+            create=True,
+            config_name=name,
+            branch=entry.branch,
+            scope_key=entry.scope_key,
+            busy_timeout=entry.busy_timeout,
+            sdk=sdk,
+        )
     return MnemProvider(
         name,
         entry.path,

@@ -174,10 +174,20 @@ class CycleReport:
 
 
 class Engine:
-    def __init__(self, config: Config, store: StagingStore, providers: dict[str, Provider]) -> None:
+    def __init__(
+        self,
+        config: Config,
+        store: StagingStore,
+        providers: dict[str, Provider],
+        *,
+        scoped: bool = False,
+    ) -> None:
+        """``scoped``: these providers are one scope among others in the same staging store
+        (``sync.scopes``); the cycle then looks only at memories they hold or held."""
         self.config = config
         self.store = store
         self.providers = providers
+        self.scoped = scoped
         self.conn = store.conn
         self._resolving: set[str] = set()
         self._any_failed = True
@@ -189,11 +199,17 @@ class Engine:
 
     # the cycle ----------------------------------------------------------------------------
 
-    def run_cycle(self, options: SyncOptions | None = None) -> CycleReport:
-        """One cycle; each provider is opened once, on first use, and closed at the end."""
+    def run_cycle(
+        self, options: SyncOptions | None = None, *, run_id: int | None = None
+    ) -> CycleReport:
+        """One cycle; each provider is opened once, on first use, and closed at the end.
+
+        With ``run_id`` the cycle is part of a run the caller started and finishes (one run
+        for all scopes); the providers' summaries are still saved here.
+        """
         with contextlib.ExitStack() as self._handles:
             self._opened: set[str] = set()
-            return self._cycle(options or SyncOptions())
+            return self._cycle(options or SyncOptions(), run_id)
 
     def _use(self, provider: Provider) -> Provider:
         """Open a provider for the rest of this cycle (may raise ProviderBusy)."""
@@ -203,8 +219,8 @@ class Engine:
             self._handles.callback(provider.close)
         return provider
 
-    def _cycle(self, options: SyncOptions) -> CycleReport:
-        run_id = self._start_run()
+    def _cycle(self, options: SyncOptions, joined_run: int | None = None) -> CycleReport:
+        run_id = joined_run if joined_run is not None else self._start_run()
         report = CycleReport(run_id, options.dry_run, utc_now_iso())
         selected = self._selected(options)
         limits = DeleteLimits(
@@ -227,16 +243,31 @@ class Engine:
         topology = Topology(
             self.topology.active, self.topology.directions, self.topology.policy, unavailable
         )
-        self._supersede_stale(run_id, options)
+        if joined_run is None:  # a shared run does this once, in start_shared_run
+            self._supersede_stale(run_id, options)
         if not _stopping(options):
             self._plan(run_id, topology, report, options)
         fault_point("cycle:after-plan")
         if not options.dry_run and not _stopping(options):
             self._replay(run_id, topology, report, options)
         report.finished_at = utc_now_iso()
-        self._finish_run(report)
-        self._prune_outbox(run_id)
+        self._finish_run(report, record_run=joined_run is None)
+        if joined_run is None:
+            self._prune_outbox(run_id)
         return report
+
+    def start_shared_run(self, options: SyncOptions) -> int:
+        """Start a run that several cycles join (one per scope, ``run_cycle(run_id=...)``).
+
+        The run-wide steps happen once here (and in ``end_shared_run``), not once per cycle:
+        each scans the outbox's older runs, which a thousand scopes would repeat.
+        """
+        run_id = self._start_run()
+        self._supersede_stale(run_id, options)
+        return run_id
+
+    def end_shared_run(self, run_id: int) -> None:
+        self._prune_outbox(run_id)
 
     def _selected(self, options: SyncOptions) -> set[str]:
         if not options.only:
@@ -251,7 +282,7 @@ class Engine:
             )
             return int(cursor.lastrowid or 0)
 
-    def _finish_run(self, report: CycleReport) -> None:
+    def _finish_run(self, report: CycleReport, *, record_run: bool = True) -> None:
         status = (
             "interrupted"
             if report.interrupted
@@ -266,6 +297,8 @@ class Engine:
             summary["run_id"] = report.run_id
             summary["busy"] = outcome.state == "busy"
             save_cycle_summary(self.store, name, summary)
+        if not record_run:
+            return
         with self.store.transaction() as conn:
             conn.execute(
                 "UPDATE runs SET finished_at = ?, status = ?, summary = ? WHERE id = ?",
@@ -337,35 +370,55 @@ class Engine:
         conn = self.conn
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS dirty (link_id TEXT PRIMARY KEY)")
         conn.execute("DELETE FROM temp.dirty")
+        mine = self._own_rows
         queries = [
             # a record that is new here, or changed since its base
             "SELECT r.link_id FROM records r LEFT JOIN links b "
             "ON b.link_id = r.link_id AND b.provider = r.provider "
-            "WHERE b.fingerprint IS NULL OR b.fingerprint != r.fingerprint",
+            f"WHERE (b.fingerprint IS NULL OR b.fingerprint != r.fingerprint){mine('r')}",
             # a base whose record is gone
             "SELECT b.link_id FROM links b WHERE NOT EXISTS (SELECT 1 FROM records r "
             "INDEXED BY records_by_link "
-            "WHERE r.provider = b.provider AND r.link_id = b.link_id)",
+            f"WHERE r.provider = b.provider AND r.link_id = b.link_id){mine('b')}",
             # a base behind the agreed version (an earlier write failed)
             "SELECT b.link_id FROM links b JOIN link_state s ON s.link_id = b.link_id "
-            "WHERE s.deleted = 0 AND b.fingerprint != s.fingerprint",
+            f"WHERE s.deleted = 0 AND b.fingerprint != s.fingerprint{mine('b')}",
             # a deleted memory some provider still holds
             "SELECT s.link_id FROM link_state s JOIN records r ON r.link_id = s.link_id "
-            "WHERE s.deleted = 1",
+            f"WHERE s.deleted = 1{mine('r')}",
             # a conflict the user resolved
-            "SELECT link_id FROM conflicts WHERE state = 'resolving'",
+            "SELECT link_id FROM conflicts WHERE state = 'resolving'"
+            + (
+                " AND link_id IN (SELECT o.link_id FROM links o WHERE 1"
+                f"{mine('o')} UNION SELECT o.link_id FROM records o WHERE 1{mine('o')})"
+                if self.scoped
+                else ""
+            ),
             # two records of one memory in one provider (a duplicate to clean up)
-            "SELECT link_id FROM records GROUP BY provider, link_id HAVING COUNT(*) > 1",
+            f"SELECT link_id FROM records r WHERE 1{mine('r')} "
+            "GROUP BY provider, link_id HAVING COUNT(*) > 1",
         ]
         for receiver in self._receivers():
+            held = (
+                f"FROM links o JOIN link_state s ON s.link_id = o.link_id WHERE 1{mine('o')} AND"
+                if self.scoped
+                else "FROM link_state s WHERE"
+            )
             queries.append(
-                "SELECT s.link_id FROM link_state s WHERE s.deleted = 0 AND NOT EXISTS "
+                f"SELECT s.link_id {held} s.deleted = 0 AND NOT EXISTS "
                 "(SELECT 1 FROM links b WHERE b.link_id = s.link_id AND b.provider = "
                 f"{_quote(receiver)})"
             )
         for query in queries:
             conn.execute(f"INSERT OR IGNORE INTO temp.dirty {query}")
         return int(conn.execute("SELECT COUNT(*) FROM temp.dirty").fetchone()[0])
+
+    def _own_rows(self, alias: str) -> str:
+        """In a scoped cycle, a clause keeping rows of this cycle's providers (else nothing)."""
+        if not self.scoped:
+            return ""
+        names = ", ".join(_quote(name) for name in self.providers)
+        return f" AND {alias}.provider IN ({names})"
 
     def _receivers(self) -> list[str]:
         return [n for n in self.providers if self.topology.is_receiver(n)]
@@ -704,7 +757,8 @@ class Engine:
         targets = [
             row[0]
             for row in self.conn.execute(
-                "SELECT DISTINCT provider FROM outbox WHERE run_id = ? AND state = 'pending'",
+                "SELECT DISTINCT provider FROM outbox WHERE run_id = ? AND state = 'pending'"
+                + self._own_rows("outbox"),
                 (run_id,),
             )
         ]

@@ -23,13 +23,24 @@ def _utc_text(value: str, what: str) -> str:
 
 
 def log_entries(
-    store: StagingStore, *, provider: str | None = None, since: str | None = None, limit: int = 200
+    store: StagingStore,
+    *,
+    provider: str | None = None,
+    since: str | None = None,
+    limit: int = 200,
+    providers: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The newest journal entries, newest last; adoptions show as kind ``adopted``."""
+    """The newest journal entries, newest last; adoptions show as kind ``adopted``.
+
+    ``providers``: entries of any of these (e.g. one scope's providers).
+    """
     clauses, params = [], []
     if provider:
         clauses.append("provider = ?")
         params.append(provider)
+    if providers is not None:
+        clauses.append(f"provider IN ({','.join('?' * len(providers))})")
+        params.extend(providers)
     if since:
         clauses.append("at >= ?")
         params.append(_utc_text(since, "--since"))

@@ -13,8 +13,10 @@ from memsync.errors import MemsyncError
 from memsync.lock import cycle_lock
 from memsync.paths import Paths
 from memsync.providers import Provider, build_provider
+from memsync.scopes import scoped_config_keys
 from memsync.staging import StagingStore
 from memsync.sync.engine import CycleReport, Engine, ProviderOutcome, SyncOptions
+from memsync.sync.scoped import run_scoped_cycle
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +48,11 @@ def run_sync(
     try:
         paths.ensure()
         with StagingStore.open(paths.database) as store:
-            report = Engine(config, store, providers).run_cycle(options)
+            report: CycleReport
+            if scoped_config_keys(config.providers):
+                report = run_scoped_cycle(config, store, providers, options)
+            else:
+                report = Engine(config, store, providers).run_cycle(options)
     finally:
         lock.release()
     for name, reason in broken.items():

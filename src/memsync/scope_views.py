@@ -1,0 +1,155 @@
+"""Scopes as status, log and verify show them: folded into their provider, or one scope alone.
+
+Staging knows a wildcard provider by one name per scope (``mem0[user_id=alice]``). ``status``
+folds those into the configured provider with a scope count and summed figures; ``status
+--scope``, ``log --scope`` and ``verify --scope`` pick one scope's names instead.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from memsync.config import Config, MnemConfig
+from memsync.errors import MemsyncError
+from memsync.providers import Provider, build_provider
+from memsync.scopes import Scope, scoped_config_keys, scoped_name, split_scoped_name
+from memsync.staging import StagingStore
+
+_WORST_FIRST = ("refused", "error", "busy", "partial", "ok", "skipped")
+
+
+def fold_scopes(report: dict[str, Any]) -> None:
+    """Replace each provider's per-scope rows by one row: scope count, records, worst state."""
+    providers: dict[str, Any] = report["providers"]
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for name in list(providers):
+        split = split_scoped_name(name)
+        if split is None or split[0] not in providers:
+            continue
+        grouped.setdefault(split[0], []).append(providers.pop(name))
+    for base, rows in grouped.items():
+        entry = providers[base]
+        entry["scopes"] = len(rows)
+        entry["records"] = sum(r.get("records", 0) for r in rows)
+        entry["last_cycle"] = _folded_cycle([r["last_cycle"] for r in rows if r.get("last_cycle")])
+
+
+def _folded_cycle(cycles: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if not cycles:
+        return None
+    states = Counter(str(c.get("state", "")) for c in cycles)
+    worst = min(states, key=lambda s: _WORST_FIRST.index(s) if s in _WORST_FIRST else 0)
+    folded: dict[str, Any] = {
+        "state": worst,
+        "states": dict(states),
+        "finished_at": max(str(c.get("finished_at") or "") for c in cycles) or None,
+        "duration_s": max((c.get("duration_s") or 0.0) for c in cycles),
+        "complete": all(c.get("complete") for c in cycles),
+        "run_id": max(int(c.get("run_id") or 0) for c in cycles),
+    }
+    for key in ("added", "changed", "removed", "listed", "written", "failed"):
+        folded[key] = sum(int(c.get(key) or 0) for c in cycles)
+    troubled = [c for c in cycles if c.get("state") not in ("ok", "skipped")]
+    if troubled:
+        what = ", ".join(f"{n} {s}" for s, n in sorted(states.items()) if s != "ok")
+        first = troubled[0]
+        folded["error"] = f"{len(troubled)} of {len(cycles)} scopes need attention ({what}); " + (
+            f"first: {first.get('refused') or first.get('error') or first.get('partial_reason')}"
+        )
+        if worst == "refused":
+            folded["refused"] = folded["error"]
+        if worst == "partial":
+            folded["partial_reason"] = folded["error"]
+    return folded
+
+
+def only_scope(report: dict[str, Any], scope: Scope) -> None:
+    """Keep only the rows of one scope (``status --scope``)."""
+    providers: dict[str, Any] = report["providers"]
+    kept = {}
+    for name, entry in providers.items():
+        split = split_scoped_name(name)
+        if split is not None and split[1] == scope:
+            base = providers.get(split[0], {})
+            kept[name] = {
+                **entry,
+                "type": base.get("type", "?"),
+                "direction": base.get("direction", "?"),
+            }
+    if not kept:
+        raise MemsyncError(
+            f"no scope {scope.label} in staging yet; `memsync status` lists how many scopes each "
+            "provider has, and `memsync sync` discovers new ones"
+        )
+    report["providers"] = kept
+    report["scope"] = scope.as_dict()
+
+
+def scope_provider_names(
+    store: StagingStore, scope: Scope, provider: str | None = None
+) -> list[str]:
+    """The staging names of one scope's providers (or of one provider in it)."""
+    if provider is not None:
+        return [scoped_name(provider, scope)]
+    names = []
+    for row in store.conn.execute("SELECT name FROM providers WHERE name LIKE '%[%]'"):
+        split = split_scoped_name(row[0])
+        if split is not None and split[1] == scope:
+            names.append(row[0])
+    if not names:
+        raise MemsyncError(f"no scope {scope.label} in staging yet; run `memsync sync` first")
+    return names
+
+
+def provider_in_scope(config: Config, name: str, scope: Scope | None) -> Provider:
+    """Provider NAME, bound to ``scope`` when the config has wildcard scopes."""
+    keys = scoped_config_keys(config.providers)
+    if not keys:
+        if scope is not None:
+            raise MemsyncError("--scope: no provider in the config has a wildcard scope")
+        return build_provider(name, config)
+    if scope is None:
+        example = ",".join(f"{k}=VALUE" for k in keys)
+        raise MemsyncError(f"providers.{name} is synced per scope; name one with --scope {example}")
+    if scope.keys != keys:
+        raise MemsyncError(
+            f"--scope {scope.label}: the config's scopes are keyed by {', '.join(keys)}"
+        )
+    from memsync.sync.scoped import ScopeBinder
+
+    base = build_provider(name, config)
+    return ScopeBinder(config, {name: base}).bind(name, base, scope)
+
+
+def check_scoped(config: Config, name: str, provider: Provider) -> str | None:
+    """What ``memsync check`` says of a provider synced per scope (None: an ordinary one)."""
+    from memsync.providers.discovery import discover_scopes
+    from memsync.scopes import fixed_keys, is_template, template_root, wildcard_keys
+
+    entry = config.providers[name]
+    keys = scoped_config_keys(config.providers)
+    if not keys:
+        return None
+    if isinstance(entry, MnemConfig) and is_template(entry):
+        create = "created on first write" if getattr(entry, "create", False) else "must exist"
+        return f"one store per scope under {template_root(entry.path)} ({create})"
+    if wildcard_keys(entry) or entry.type == "pmm-dir":
+        found = discover_scopes(provider, keys, fixed_keys(entry))
+        partial = f" (partial: {found.note})" if found.note else ""
+        return f"reachable, {len(found.scopes)} scope(s) discovered{partial}"
+    return None
+
+
+def refuse_unscoped(config: Config, name: str, command: str) -> None:
+    """A command that works on one scope cannot take a wildcard provider or a store template."""
+    from memsync.scopes import is_template, wildcard_keys
+
+    entry = config.provider(name)
+    if wildcard_keys(entry) or is_template(entry):
+        keys = ", ".join(scoped_config_keys(config.providers))
+        raise MemsyncError(
+            f"providers.{name} is synced per scope ({keys}"
+            f"); `memsync {command}` works on one provider with one scope: give it a config "
+            "naming that scope, or use the per-scope pmm-dir backup"
+        )

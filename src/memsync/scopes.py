@@ -1,0 +1,247 @@
+"""Scopes: wildcard Mem0 scopes, the concrete scopes they expand to, and mnem path templates.
+
+``scope = { user_id = "*" }`` names every user a Mem0 store holds. Each one found is a
+concrete ``Scope`` (the wildcard keys' values), synced on its own under provider names such
+as ``mem0[user_id=alice]``. A mnem ``path`` may be a template over the wildcard keys
+(``"~/agents/{agent_id}/memory"``): each scope gets its own store, and a scope key that would
+name a path outside the template's root is refused (``HostileScope``).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from memsync.config import SCOPE_KEYS, WILDCARD
+from memsync.errors import MemsyncError
+
+MEM0_TYPES = ("mem0-oss", "mem0-server", "mem0-platform")
+# Characters of a scope value kept as they are in a provider name; the rest is %-encoded,
+# so ',', '=', '[' and ']' can never be confused with the name's own separators.
+_NAME_SAFE = "@.-_~:+!$'()*;"
+_SCOPED_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*)\[(.+)\]$")
+
+
+class HostileScope(MemsyncError):
+    """A scope key that cannot fill a path template safely ('..', '/', NUL, leaves the root)."""
+
+
+@dataclass(frozen=True, order=True)
+class Scope:
+    """One concrete scope: each wildcard key with the value found for it, in SCOPE_KEYS order."""
+
+    items: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, values: Mapping[str, str]) -> Scope:
+        return cls(tuple((k, str(values[k])) for k in SCOPE_KEYS if k in values))
+
+    @classmethod
+    def parse(cls, text: str) -> Scope:
+        """'user_id=alice' or 'user_id=alice,agent_id=bot' (as --scope and names spell it)."""
+        values: dict[str, str] = {}
+        for part in text.split(","):
+            key, sep, value = part.strip().partition("=")
+            if not sep or key not in SCOPE_KEYS or not value:
+                raise MemsyncError(
+                    f"--scope {text!r}: expected KEY=VALUE[,KEY=VALUE] with keys from "
+                    f"{', '.join(SCOPE_KEYS)}, e.g. --scope user_id=alice"
+                )
+            values[key] = unquote(value)
+        return cls.of(values)
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.items)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(k for k, _ in self.items)
+
+    @property
+    def label(self) -> str:
+        """'user_id=alice,agent_id=bot': how the scope is named in provider names and reports."""
+        return ",".join(f"{k}={quote(v, safe=_NAME_SAFE)}" for k, v in self.items)
+
+    @property
+    def pmm_key(self) -> str:
+        """The PMM scope_key (and pmm-dir file) of the scope: its value, or values joined by +."""
+        if len(self.items) == 1:
+            return self.items[0][1]
+        return "+".join(quote(v, safe="@.-_~:") for _, v in self.items)
+
+    def __str__(self) -> str:
+        return self.label
+
+
+def scoped_name(provider: str, scope: Scope) -> str:
+    """The name a provider bound to one scope has in staging, reports and status."""
+    return f"{provider}[{scope.label}]"
+
+
+def split_scoped_name(name: str) -> tuple[str, Scope] | None:
+    """('mem0', Scope) for 'mem0[user_id=alice]'; None for a plain provider name."""
+    match = _SCOPED_NAME.match(name)
+    if match is None:
+        return None
+    try:
+        return match.group(1), Scope.parse(match.group(2))
+    except MemsyncError:
+        return None
+
+
+# --- config ------------------------------------------------------------------------------
+
+
+def wildcard_keys(entry: Any) -> tuple[str, ...]:
+    """The keys of a Mem0 provider's scope that are wildcards ("*"), in SCOPE_KEYS order."""
+    scope = getattr(entry, "scope", None) or {}
+    if getattr(entry, "type", None) not in MEM0_TYPES:
+        return ()
+    return tuple(k for k in SCOPE_KEYS if scope.get(k) == WILDCARD)
+
+
+def fixed_keys(entry: Any) -> dict[str, str]:
+    """The keys of a Mem0 provider's scope that hold one value beside the wildcards."""
+    scope = getattr(entry, "scope", None) or {}
+    return {k: v for k, v in scope.items() if v and v != WILDCARD}
+
+
+def template_keys(template: str) -> tuple[str, ...]:
+    """The scope keys a mnem path template names (empty for a plain path)."""
+    keys: list[str] = []
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError:
+        raise ValueError(
+            f"path {template!r}: unbalanced braces; a template names scope keys as "
+            '"{user_id}", "{agent_id}" or "{run_id}"'
+        ) from None
+    for _, field, spec, conversion in parsed:
+        if field is None:
+            continue
+        if field not in SCOPE_KEYS or spec or conversion:
+            raise ValueError(
+                f"path {template!r}: {{{field}}} is not a scope key; a template names "
+                '"{user_id}", "{agent_id}" or "{run_id}"'
+            )
+        if field not in keys:
+            keys.append(field)
+    return tuple(k for k in SCOPE_KEYS if k in keys)
+
+
+def is_template(entry: Any) -> bool:
+    return getattr(entry, "type", None) == "mnem" and bool(template_keys(str(entry.path)))
+
+
+def scoped_config_keys(providers: Mapping[str, Any]) -> tuple[str, ...]:
+    """The wildcard keys of a config's scopes; () when no provider has a wildcard."""
+    for entry in providers.values():
+        keys = wildcard_keys(entry)
+        if keys:
+            return keys
+    return ()
+
+
+def check_scoped_config(providers: Mapping[str, Any]) -> None:
+    """Providers beside wildcard scopes must fit them: same wildcard keys, templates over them.
+
+    Raises ValueError (the config's validation turns it into one line naming the key).
+    """
+    wild = {name: wildcard_keys(entry) for name, entry in providers.items()}
+    wild = {name: keys for name, keys in wild.items() if keys}
+    templates = {
+        name: template_keys(str(entry.path))
+        for name, entry in providers.items()
+        if is_template(entry)
+    }
+    if not wild and not templates:
+        return
+    if not wild:
+        name, keys = next(iter(templates.items()))
+        raise ValueError(
+            f"providers.{name}.path names {{{keys[0]}}}, but no Mem0 provider has a wildcard "
+            f'scope such as scope = {{ {keys[0]} = "*" }} to fill it'
+        )
+    first, keys = next(iter(wild.items()))
+    for name, other in wild.items():
+        if other != keys:
+            raise ValueError(
+                f"providers.{name}.scope: wildcard keys {', '.join(other)} differ from "
+                f"providers.{first}'s ({', '.join(keys)}); scopes are paired by the same keys"
+            )
+        entry = providers[name]
+        if entry.type == "mem0-platform" and len(keys) > 1 and not fixed_keys(entry):
+            raise ValueError(
+                f"providers.{name}.scope: the Mem0 Platform lists users, agents and runs apart "
+                "(GET /v1/entities/), not which pairs hold memories; use one wildcard key, or "
+                "fix the other keys"
+            )
+    for name, used in templates.items():
+        if used != keys:
+            raise ValueError(
+                f"providers.{name}.path: a template must name exactly the wildcard keys "
+                f"({', '.join('{' + k + '}' for k in keys)}), so that each scope has a store "
+                "of its own; write fixed keys literally"
+            )
+    for name, entry in providers.items():
+        if name in wild or name in templates:
+            continue
+        if entry.type == "pmm-dir" and entry.scope_key is None:
+            continue  # one file per scope key: holds every scope already
+        raise ValueError(
+            f"providers.{name}: a {entry.type} provider holds one scope and cannot sit beside "
+            "wildcard scopes; give it the wildcard (Mem0), a path template (mnem, e.g. "
+            '"~/agents/{' + keys[0] + '}/memory") or no scope_key (pmm-dir), or sync it from '
+            "a config of its own"
+        )
+
+
+# --- templates ---------------------------------------------------------------------------
+
+
+def template_root(template: Path) -> Path:
+    """The part of a template path before its first placeholder: no scope may leave it."""
+    parts: list[str] = []
+    for part in template.parts:
+        if "{" in part:
+            break
+        parts.append(part)
+    return Path(*parts) if parts else Path(".")
+
+
+def fill_template(template: Path, scope: Scope, *, provider: str) -> Path:
+    """The store path of one scope; HostileScope when a key could name a path outside the root."""
+    values = scope.as_dict()
+    for key, value in values.items():
+        problem = _unsafe_component(value)
+        if problem:
+            raise HostileScope(
+                f"scope {scope.label}: refused: {key} {value!r} {problem}, so it cannot name a "
+                f"store under {template_root(template)} (providers.{provider}.path); nothing "
+                "was written for this scope"
+            )
+    path = Path(str(template).format(**values))
+    root = template_root(template).resolve()
+    if not path.resolve().is_relative_to(root):
+        raise HostileScope(
+            f"scope {scope.label}: refused: its store {path} would lie outside {root} "
+            f"(providers.{provider}.path; a symbolic link?); nothing was written for this scope"
+        )
+    return path
+
+
+def _unsafe_component(value: str) -> str | None:
+    if value in ("", ".", ".."):
+        return "is not a directory name"
+    if "\x00" in value:
+        return "contains a NUL byte"
+    if "/" in value or "\\" in value:
+        return "contains a path separator"
+    if any(ord(c) < 32 for c in value):
+        return "contains a control character"
+    return None
