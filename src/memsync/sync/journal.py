@@ -60,11 +60,16 @@ def memory_history(store: StagingStore, memory: str) -> list[dict[str, Any]]:
         link = row[0]
     rows = store.conn.execute(
         "SELECT seq, at, run_id, provider, provider_id, link_id, kind, content, metadata, "
-        "updated_at, fingerprint FROM changes WHERE link_id = ? ORDER BY seq",
+        "updated_at, fingerprint, provenance FROM changes WHERE link_id = ? ORDER BY seq",
         (link,),
     ).fetchall()
     return [
-        {**dict(r), "metadata": json.loads(r["metadata"]) if r["metadata"] else None} for r in rows
+        {
+            **dict(r),
+            "metadata": json.loads(r["metadata"]) if r["metadata"] else None,
+            "provenance": json.loads(r["provenance"]) if r["provenance"] else None,
+        }
+        for r in rows
     ]
 
 
