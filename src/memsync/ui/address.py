@@ -40,3 +40,7 @@ def check_exposure(host: str, *, allow_remote: bool) -> None:
             f"{host!r} is not a loopback address; the status page listens on 127.0.0.1 or ::1 "
             "only, unless [ui] allow_remote = true (it still needs the access token)"
         )
+
+
+def url_for(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"

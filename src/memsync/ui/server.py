@@ -33,7 +33,7 @@ from memsync.sync.conflicts import choose_winner
 from memsync.sync.engine import SyncOptions
 from memsync.sync.runner import run_sync
 from memsync.sync.verify import verify_and_record
-from memsync.ui.address import check_exposure, is_loopback
+from memsync.ui.address import check_exposure, is_loopback, url_for
 from memsync.ui.auth import csrf_token, load_or_create_token, same
 from memsync.ui.data import conflict_views, find_memories, memory_timeline
 
@@ -59,6 +59,7 @@ class UiServer(ThreadingHTTPServer):
         except ValueError as exc:
             raise MemsyncError(str(exc)) from None
         self.paths = paths
+        self.lock_wait = RESOLVE_LOCK_WAIT
         self.token = load_or_create_token(paths)
         self.csrf = csrf_token(self.token)
         self.loopback = is_loopback(host)
@@ -67,16 +68,15 @@ class UiServer(ThreadingHTTPServer):
             super().__init__((host, port), Handler)
         except OSError as exc:
             raise MemsyncError(
-                f"cannot listen on {host}:{port} ({exc.strerror or exc}); "
-                "pick another address with --listen HOST:PORT"
+                f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another address "
+                "with --listen HOST:PORT (if the daemon serves the page, `memsync ui --url` "
+                "prints its link)"
             ) from None
         self.cookie_name = f"memsync_ui_{self.server_address[1]}"
 
     @property
     def base_url(self) -> str:
-        host, port = self.server_address[0], self.server_address[1]
-        host = str(host)
-        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        return url_for(str(self.server_address[0]), int(self.server_address[1]))
 
     @property
     def url_with_token(self) -> str:
@@ -295,7 +295,15 @@ def _resolve(handler: Handler, body: dict[str, Any]) -> dict[str, Any]:
     config = load_config(paths.config_file)
     with StagingStore.open(paths.database, create=False) as store:
         choose_winner(store, conflict_id, keep)
-    report = run_sync(paths, config, SyncOptions(), lock_wait=RESOLVE_LOCK_WAIT)
+    try:
+        report = run_sync(paths, config, SyncOptions(), lock_wait=handler.server.lock_wait)
+    except LockHeld as exc:
+        return {
+            "message": f"conflict #{conflict_id}: keeping {keep}'s version; {exc}; the choice "
+            "is recorded and the next cycle applies it",
+            "exit_code": None,
+            "busy": True,
+        }
     return {
         "message": f"conflict #{conflict_id}: kept {keep}'s version",
         "exit_code": report.exit_code,

@@ -335,8 +335,8 @@ async function resolve(conflict, keep, button) {
   out.replaceChildren(banner("info", `Keeping ${keep}'s version and running a sync cycle…`));
   try {
     const result = await api("/api/resolve", { id: conflict.id, keep });
-    out.replaceChildren(banner(result.exit_code === 0 ? "ok" : "warn",
-      `${result.message}; the sync cycle ${result.exit_code === 0 ? "finished cleanly" : "needs attention (see the overview)"}.`));
+    out.replaceChildren(banner(result.exit_code === 0 ? "ok" : "warn", result.busy ? result.message
+      : `${result.message}; the sync cycle ${result.exit_code === 0 ? "finished cleanly" : "needs attention (see the overview)"}.`));
     setTimeout(refresh, 1500);
   } catch (err) {
     out.replaceChildren(banner("error", err.message));

@@ -1,0 +1,154 @@
+"""The status page's server over real HTTP: the token, CSRF, loopback, and plain errors."""
+
+from __future__ import annotations
+
+import json
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memsync.errors import MemsyncError
+from memsync.lock import cycle_lock
+from memsync.paths import resolve_paths
+from memsync.ui.auth import csrf_token, load_or_create_token, token_path
+from memsync.ui.server import UiServer
+from tests.ui_world import CutoverWorld, build_cutover, write_cutover_config
+
+
+@pytest.fixture
+def server(home: Path) -> Iterator[UiServer]:
+    ui = UiServer(resolve_paths(), "127.0.0.1", 0)
+    ui.start_in_thread()
+    yield ui
+    ui.stop()
+
+
+@pytest.fixture
+def world(home: Path) -> CutoverWorld:
+    return build_cutover(home)
+
+
+def authorised(server: UiServer) -> httpx.Client:
+    return httpx.Client(
+        base_url=server.base_url, headers={"Authorization": f"token {server.token}"}, timeout=60
+    )
+
+
+def test_the_token_is_random_private_and_kept(home: Path) -> None:
+    paths = resolve_paths()
+    first = load_or_create_token(paths)
+    assert stat.S_IMODE(token_path(paths).stat().st_mode) == 0o600
+    assert load_or_create_token(paths) == first and len(first) >= 40
+    token_path(paths).write_text("")  # a crash while writing it
+    assert load_or_create_token(paths) != first
+
+
+def test_every_path_needs_the_token(server: UiServer) -> None:
+    for path in ("/", "/conflicts", "/static/app.js", "/api/status", "/api/conflicts"):
+        response = httpx.get(server.base_url + path)
+        assert response.status_code == 403, path
+        assert server.token not in response.text
+    assert httpx.get(f"{server.base_url}/?token=wrong").status_code == 403
+    assert httpx.post(f"{server.base_url}/api/resolve", json={"id": 1}).status_code == 403
+
+
+def test_the_link_trades_its_token_for_a_cookie(server: UiServer) -> None:
+    with httpx.Client(base_url=server.base_url) as client:
+        response = client.get(f"/?token={server.token}")
+        assert response.status_code == 303 and response.headers["location"] == "/"
+        assert "HttpOnly" in response.headers["set-cookie"]
+        assert "SameSite=Strict" in response.headers["set-cookie"]
+        page = client.get("/")
+        assert page.status_code == 200 and csrf_token(server.token) in page.text
+        assert "script-src 'self'" in page.headers["content-security-policy"]
+        assert client.get("/api/status").status_code == 200
+
+
+def test_a_post_without_the_csrf_token_is_refused_and_changes_nothing(
+    world: CutoverWorld, server: UiServer
+) -> None:
+    with authorised(server) as client:
+        body = {"id": world.conflict_id, "keep": "new"}
+        missing = client.post("/api/resolve", json=body)
+        wrong = client.post("/api/resolve", json=body, headers={"X-CSRF-Token": "0" * 64})
+        foreign = client.post(
+            "/api/resolve",
+            json=body,
+            headers={"X-CSRF-Token": server.csrf, "Origin": "http://evil.example"},
+        )
+    for response in (missing, wrong, foreign):
+        assert response.status_code == 403
+        assert response.json()["error"].startswith("refused")
+    code, out = world.memsync("conflicts", "--json")
+    assert code == 0, out
+    assert [c["state"] for c in json.loads(out)] == ["open"]
+
+
+def test_a_rebound_host_name_is_refused(server: UiServer) -> None:
+    with authorised(server) as client:
+        response = client.get("/api/status", headers={"Host": "attacker.example"})
+    assert response.status_code == 403
+
+
+def test_a_non_loopback_address_needs_allow_remote(home: Path) -> None:
+    with pytest.raises(MemsyncError, match="allow_remote"):
+        UiServer(resolve_paths(), "0.0.0.0", 0)
+    remote = UiServer(resolve_paths(), "0.0.0.0", 0, allow_remote=True)
+    try:
+        remote.start_in_thread()
+        url = f"http://127.0.0.1:{remote.server_address[1]}/api/status"
+        assert httpx.get(url).status_code == 403  # still only with the token
+        assert httpx.get(url, headers={"Authorization": f"token {remote.token}"}).is_success
+    finally:
+        remote.stop()
+
+
+def test_missing_database_and_config_errors_are_plain_sentences(
+    home: Path, server: UiServer
+) -> None:
+    with authorised(server) as client:
+        status = client.get("/api/status").json()
+        conflicts = client.get("/api/conflicts")
+    assert "no config file" in status["config"]["error"]
+    assert status["database"]["exists"] is False
+    assert conflicts.status_code == 409
+    assert conflicts.json() == {
+        "error": f"{home / 'state' / 'staging.db'}: no staging database yet; "
+        "run `memsync sync` first"
+    }
+    write_cutover_config(home)
+    (home / "config" / "config.toml").write_text("[sync\n")
+    with authorised(server) as client:
+        status = client.get("/api/status").json()
+        verify = client.post(
+            "/api/verify", json={"a": "old", "b": "new"}, headers={"X-CSRF-Token": server.csrf}
+        )
+    assert "invalid TOML" in status["config"]["error"]
+    assert "invalid TOML" in verify.json()["error"] and "Traceback" not in verify.text
+
+
+def test_resolving_while_a_cycle_runs_says_so_and_keeps_the_choice(
+    world: CutoverWorld, server: UiServer
+) -> None:
+    server.lock_wait = 1.0
+    lock = cycle_lock(resolve_paths())
+    lock.acquire()
+    try:
+        with authorised(server) as client:
+            status = client.get("/api/status").json()
+            response = client.post(
+                "/api/resolve",
+                json={"id": world.conflict_id, "keep": "old"},
+                headers={"X-CSRF-Token": server.csrf},
+            )
+    finally:
+        lock.release()
+    assert status["cycle"]["running"] is True
+    assert response.status_code == 200 and response.json()["busy"] is True
+    assert "next cycle applies it" in response.json()["message"]
+    code, out = world.memsync("conflicts", "--json")
+    assert code == 0, out
+    assert [(c["state"], c["winner"]) for c in json.loads(out)] == [("resolving", "old")]
