@@ -222,7 +222,7 @@ def cutover_readiness(store: StagingStore, config: Config) -> list[dict[str, Any
                 "conflicts": conflicts,
                 "checks": checks,
                 "safe": all(c["ok"] for c in checks),
-                "switch": switch_plan(active, other),
+                "switch": switch_plan(active, other, config.providers[other].direction),
             }
         )
     return pairs
@@ -249,14 +249,20 @@ def _outbox_text(outbox: dict[str, int]) -> str:
     return f"{outbox['pending']} pending, {outbox['failed']} failing"
 
 
-def switch_plan(active: str, target: str) -> list[str]:
+def switch_plan(active: str, target: str, direction: str = "both") -> list[str]:
     """What `memsync switch TARGET` does, step by step (cli_sync.switch), for a person."""
-    return [
+    steps = [
         f"run one sync cycle around {active} (the active backend now), so nothing pending is lost;"
         " stop if it does not finish cleanly",
         f'set [sync] active = "{target}" in the config file (comments and layout kept)',
         f"run one sync cycle around {target}; links survive, so no memory is duplicated or lost",
     ]
+    if direction != "both":
+        steps.append(
+            f'{target} is configured with direction = "{direction}"; as the active backend it '
+            "sends and receives all the same (the active backend always does both)"
+        )
+    return steps
 
 
 def _run_durations(conn: Any) -> dict[int, float | None]:

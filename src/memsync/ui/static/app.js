@@ -113,7 +113,10 @@ function render(...nodes) {
 
 function statusBanners(report) {
   const list = [];
-  if (!report.config.ok) list.push(banner("error", `Config error: ${report.config.error}`));
+  if (!report.config.ok) {
+    list.push(banner("error", `Config error: ${report.config.error}. ` +
+      "The figures below come from the staging database; this page follows the file once it is fixed."));
+  }
   if (report.database.error) list.push(banner("error", `Staging database: ${report.database.error}`));
   else if (!report.database.exists) {
     list.push(banner("warn", `No staging database yet (${report.database.path}): run \`memsync sync\` once.`));
@@ -175,7 +178,7 @@ async function overview() {
       rows.push(h("tr", { class: first ? "group-start" : "", "data-provider": name, "data-scope": scope },
         h("td", {}, first ? [h("strong", {}, name),
           name === report.config.active ? h("span", { class: "tag" }, "active") : null,
-          p.configured === false ? h("span", { class: "tag" }, "not in config") : null,
+          report.config.ok && p.configured === false ? h("span", { class: "tag" }, "not in config") : null,
           h("div", { class: "muted small" }, [p.type, p.direction].filter(Boolean).join(" · "))] : ""),
         h("td", { class: "mono" }, scope || h("span", { class: "muted" }, "(default)")),
         h("td", { class: "num", "data-testid": "mirrored" }, count),
@@ -206,7 +209,7 @@ async function overview() {
     ? `daemon running (pid ${report.daemon.pid}, since ${when(report.daemon.since)})`
     : "daemon not running";
   const backupLine = report.last_backup
-    ? `newest backup: ${report.last_backup.path} (${bytes(report.last_backup.bytes)})`
+    ? `newest backup: ${report.last_backup.path.split("/").pop()} (${bytes(report.last_backup.bytes)})`
     : "no backup yet";
   render(h("h1", {}, "Overview"), cards, h("h2", {}, "Providers × scopes"), table, ...dead,
     h("p", { class: "muted small" }, `${daemon} · ${backupLine} · config ${report.config.path}`));
@@ -461,6 +464,9 @@ async function refresh() {
     stamp();
   } catch (err) {
     setBanners([banner("error", err.message)]);
+    const title = document.querySelector("header.top nav a.current");
+    render(h("h1", {}, title ? title.firstChild.textContent.trim() : "memsync"),
+      h("div", { class: "card empty" }, "Nothing to show until the problem above is fixed."));
   } finally {
     busy = false;
   }
