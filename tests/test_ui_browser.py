@@ -117,6 +117,15 @@ def test_the_overview_shows_the_staging_database_numbers(
     p = page.page
     expect(p.locator("#providers")).to_be_visible()
     expect(p).to_have_url(f"{server.base_url}/")  # the token left the address bar
+    with sqlite3.connect(world.home / "state" / "staging.db") as conn:
+        for state in ("failed", "dead"):  # writes into new that kept failing
+            conn.execute(
+                "INSERT INTO outbox (run_id, link_id, provider, kind, state, attempts, "
+                "last_error, created_at, updated_at) VALUES (3, 'app:bob-2', 'new', 'update', "
+                "?, 5, '503 Service Unavailable', 'now', 'now')",
+                (state,),
+            )
+    p.reload()
     counts = rows(
         world.home, "SELECT provider, scope_key, COUNT(*) FROM records GROUP BY 1, 2 ORDER BY 1, 2"
     )
@@ -131,6 +140,11 @@ def test_the_overview_shows_the_staging_database_numbers(
     for state, testid in (("pending", "outbox-pending"), ("failed", "outbox-failed")):
         (n,) = rows(world.home, "SELECT COUNT(*) FROM outbox WHERE state = ?", state)[0]
         expect(p.get_by_test_id(testid).locator(".value")).to_have_text(str(n))
+    (dead,) = rows(world.home, "SELECT COUNT(*) FROM outbox WHERE state = 'dead'")[0]
+    expect(p.get_by_test_id("outbox-dead").locator(".value")).to_have_text(str(dead))
+    expect(p.locator('tr[data-provider="new"]').first).to_contain_text("1 failing")
+    expect(p.locator('tr[data-provider="new"]').first).to_contain_text("1 dead")
+    expect(p.locator("#dead-letters")).to_contain_text("503 Service Unavailable")
     expect(p.locator('tr[data-provider="old"] .tag').first).to_have_text("active")
     expect(p.locator('tr[data-provider="old"]').first).to_contain_text("ok, complete")
     p.screenshot(path=artifacts / "overview.png", full_page=True)
@@ -142,16 +156,7 @@ def test_the_overview_refreshes_by_itself(
     p = page.page
     cell = p.locator('tr[data-provider="old"][data-scope="bob"] td.num').first
     expect(cell).to_have_text("4")
-    world.edit("old", "app:bob-1", "bob memory 1, changed")  # one more cycle, same counts
-    config = world.home / "config" / "config.toml"
-    config.write_text(config.read_text())
-    with (world.home / "stores" / "old" / "bob.pmm.jsonl").open("a") as f:
-        f.write(
-            json.dumps(
-                {"id": "app:bob-new", "content": "bob memory new", "scope": {"user_id": "bob"}}
-            )
-            + "\n"
-        )
+    world.add("old", "bob", "bob memory added while the page was open")
     code, out = world.memsync("sync")
     assert code == 1, out  # the conflict is still open
     expect(cell).to_have_text("5", timeout=30_000)

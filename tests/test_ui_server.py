@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +20,7 @@ from memsync.lock import cycle_lock
 from memsync.paths import resolve_paths
 from memsync.ui.auth import csrf_token, load_or_create_token, token_path
 from memsync.ui.server import UiServer
+from tests.test_daemon import DaemonProcess
 from tests.ui_world import CutoverWorld, build_cutover, write_cutover_config
 
 
@@ -152,3 +158,59 @@ def test_resolving_while_a_cycle_runs_says_so_and_keeps_the_choice(
     code, out = world.memsync("conflicts", "--json")
     assert code == 0, out
     assert [(c["state"], c["winner"]) for c in json.loads(out)] == [("resolving", "old")]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_daemon_serves_the_page_when_the_config_asks(world: CutoverWorld) -> None:
+    port = free_port()
+    config = world.home / "config" / "config.toml"
+    config.write_text(config.read_text() + f'\n[ui]\nlisten = "127.0.0.1:{port}"\n')
+    daemon = DaemonProcess(world.home)
+    try:
+        daemon.wait_for_line(f"status page on http://127.0.0.1:{port}", timeout=60)
+        code, link = world.memsync("ui", "--url")
+        assert code == 0 and link.strip().startswith(f"http://127.0.0.1:{port}/?token=")
+        with httpx.Client(timeout=60, follow_redirects=True) as client:
+            assert client.get(f"http://127.0.0.1:{port}/api/status").status_code == 403
+            page = client.get(link.strip())  # follows the redirect with the cookie
+            status = client.get(f"http://127.0.0.1:{port}/api/status").json()
+        assert page.status_code == 200 and status["daemon"]["running"] is True
+        code, _ = daemon.stop()
+        assert code == 0
+    finally:
+        daemon.kill()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{port}/", timeout=10)
+
+
+def test_memsync_ui_prints_the_link_and_serves_until_stopped(world: CutoverWorld) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memsync", "ui", "--listen", "127.0.0.1:0"],
+        env={**os.environ, "MEMSYNC_HOME": str(world.home)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline() for _ in range(3)]
+        link = lines[2].strip()
+        assert link.startswith("http://127.0.0.1:") and "/?token=" in link
+        assert link.endswith(token_path(resolve_paths()).read_text().strip())
+        with httpx.Client(timeout=60, follow_redirects=True) as client:
+            assert client.get(link).status_code == 200
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 130 and "Traceback" not in err
+
+
+def test_memsync_ui_refuses_a_public_address_in_one_line(world: CutoverWorld) -> None:
+    code, out = world.memsync("ui", "--listen", "0.0.0.0:8767")
+    assert code == 1
+    assert "is not a loopback address" in out and "allow_remote" in out

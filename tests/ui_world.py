@@ -34,6 +34,12 @@ class CutoverWorld:
         result = CliRunner().invoke(main, list(args), catch_exceptions=False)
         return result.exit_code, result.output
 
+    def add(self, provider: str, scope: str, text: str) -> None:
+        """A new memory, written the way an application writing that store would."""
+        config = load_config(self.home / "config" / "config.toml")
+        with build_provider(provider, config) as store:
+            store.create(Outgoing(origin=f"app:{text}", content=text, scope_key=scope))
+
     def edit(self, provider: str, link_id: str, text: str) -> None:
         """Change one memory's text the way an application writing that store would."""
         config = load_config(self.home / "config" / "config.toml")

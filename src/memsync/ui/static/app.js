@@ -198,7 +198,7 @@ async function overview() {
     : h("div", { class: "card empty" }, "No providers yet.");
 
   const dead = (outbox.dead_actions || []).length
-    ? [h("h2", {}, "Dead letters"), h("div", { class: "table-wrap" }, h("table", {},
+    ? [h("h2", {}, "Dead letters"), h("div", { class: "table-wrap" }, h("table", { id: "dead-letters" },
         h("thead", {}, h("tr", {}, ["#", "provider", "action", "memory", "attempts", "last error"].map(t => h("th", {}, t)))),
         h("tbody", {}, outbox.dead_actions.map(a => h("tr", {},
           h("td", {}, a.id), h("td", {}, a.provider), h("td", {}, a.kind), h("td", { class: "mono" }, a.link_id),
