@@ -23,6 +23,7 @@ from memsync.ui.server import UiServer
 from tests.ui_world import CutoverWorld, build_cutover
 
 CHROMIUM = os.environ.get("MEMSYNC_CHROMIUM", "/usr/bin/chromium")
+expect.set_options(timeout=30_000)  # generous: the suite runs on busy 2-core machines
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -159,7 +160,7 @@ def test_the_overview_refreshes_by_itself(
     world.add("old", "bob", "bob memory added while the page was open")
     code, out = world.memsync("sync")
     assert code == 1, out  # the conflict is still open
-    expect(cell).to_have_text("5", timeout=30_000)
+    expect(cell).to_have_text("5")  # within the next polls
 
 
 def test_every_page_renders_and_is_saved(
@@ -194,7 +195,7 @@ def test_resolving_a_conflict_by_clicking_is_what_memsync_resolve_does(
     expect(card.locator(".result")).to_contain_text("kept new's version", timeout=60_000)
     expect(card.locator(".result")).to_contain_text("finished cleanly")
     p.screenshot(path=artifacts / "conflicts-resolved.png", full_page=True)
-    expect(p.get_by_test_id("no-conflicts")).to_be_visible(timeout=30_000)
+    expect(p.get_by_test_id("no-conflicts")).to_be_visible()
 
     code, out = world.memsync("conflicts")
     assert (code, out.strip()) == (0, "no conflicts")

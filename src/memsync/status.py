@@ -176,8 +176,9 @@ def last_verify(store: StagingStore, a: str, b: str) -> dict[str, Any] | None:
     ).fetchone()
     if row is None:
         return None
-    since = store.conn.execute(
-        "SELECT COUNT(*) FROM changes WHERE provider IN (?, ?) AND at > ?", (a, b, row["at"])
+    since = store.conn.execute(  # by seq, not time: the (provider, seq) index answers it
+        "SELECT COUNT(*) FROM changes WHERE provider IN (?, ?) AND seq > ?",
+        (a, b, row["journal_seq"]),
     ).fetchone()[0]
     return {
         "at": row["at"],

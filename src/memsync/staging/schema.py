@@ -177,7 +177,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             count_a INTEGER,
             count_b INTEGER,
             differences INTEGER NOT NULL DEFAULT 0,
-            error TEXT  -- why verify could not compare (a partial listing, a provider down)
+            error TEXT,  -- why verify could not compare (a partial listing, a provider down)
+            journal_seq INTEGER NOT NULL DEFAULT 0  -- the newest change seen before it ran
         );
         CREATE INDEX verify_results_by_pair ON verify_results (a, b, id);
         """,

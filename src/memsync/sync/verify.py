@@ -102,7 +102,8 @@ def record_verify(
     with store.transaction() as conn:
         conn.execute(
             "INSERT INTO verify_results (a, b, at, reconciled, count_a, count_b, differences, "
-            "error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "error, journal_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
+            "(SELECT COALESCE(MAX(seq), 0) FROM changes))",
             (
                 a,
                 b,
