@@ -21,6 +21,7 @@ BENCHES = [
     "bench.bench_mem0_listing",
     "bench.bench_mnem_work",
     "bench.bench_first_sync",
+    "bench.bench_status_page",
 ]
 
 
