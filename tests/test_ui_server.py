@@ -71,6 +71,8 @@ def test_the_link_trades_its_token_for_a_cookie(server: UiServer) -> None:
         assert page.status_code == 200 and csrf_token(server.token) in page.text
         assert "script-src 'self'" in page.headers["content-security-policy"]
         assert client.get("/api/status").status_code == 200
+        deep = client.get(f"/memory?id=app%3Aalice-0&token={server.token}")
+        assert deep.headers["location"] == "/memory?id=app%3Aalice-0"  # the rest of the link stays
 
 
 def test_a_post_without_the_csrf_token_is_refused_and_changes_nothing(

@@ -21,7 +21,7 @@ from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 
 from memsync.config import load_config
 from memsync.errors import LockHeld, MemsyncError
@@ -113,7 +113,8 @@ class Handler(BaseHTTPRequestHandler):
             if not same(given, self.server.token):
                 self._forbidden("this link's token is wrong; open the URL `memsync ui` prints")
                 return
-            self._login_redirect(url.path)
+            rest = urlencode([(k, v) for k, v in parse_qsl(url.query) if k != "token"])
+            self._login_redirect(url.path + (f"?{rest}" if rest else ""))
             return
         if not self._authenticated():
             self._forbidden("open the URL `memsync ui` prints (it carries the access token)")
