@@ -100,6 +100,8 @@ def test_cycle_history_follows_the_runs_table(world: CutoverWorld) -> None:
     assert [r["id"] for r in runs] == [1, 2, 3]
     assert [r["status"] for r in runs] == ["ok", "ok", "attention"]
     assert runs[0]["providers"]["old"]["added"] == sum(SCOPES.values())
+    assert runs[0]["providers"]["new"]["written"] == runs[0]["providers"]["backup"]["written"]
+    assert runs[0]["providers"]["new"]["written"] == sum(SCOPES.values())
     assert runs[1]["providers"]["new"]["changed"] == 1  # alice memory 3, edited in new
     assert runs[2]["providers"]["old"]["changed"] == runs[2]["providers"]["new"]["changed"] == 1
     assert all(r["duration_s"] is not None and r["duration_s"] >= 0 for r in runs)

@@ -225,10 +225,12 @@ function updateConflictBadge(open) {
 
 const PAD = { left: 48, right: 10, top: 12, bottom: 26 };
 
-function niceMax(value) {
-  if (value <= 0) return 1;
-  const power = Math.pow(10, Math.floor(Math.log10(value)));
-  for (const step of [1, 2, 2.5, 5, 10]) if (step * power >= value) return step * power;
+function niceTick(value, integer) {
+  // The step between four gridlines: a round multiple of a power of ten (whole for counts).
+  const raw = integer ? Math.max(value / 4, 1) : value / 4 || 0.25;
+  const power = Math.pow(10, Math.floor(Math.log10(raw)));
+  const steps = integer && power < 10 ? [1, 2, 3, 4, 5, 6, 8, 10] : [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10];
+  for (const step of steps) if (step * power >= raw) return step * power;
   return 10 * power;
 }
 
@@ -245,8 +247,7 @@ function barChart(runs, series, format, size) {
   const integer = size.integer;
   const innerW = CHART_W - PAD.left - PAD.right, innerH = CHART_H - PAD.top - PAD.bottom;
   const totals = runs.map(r => series.reduce((n, se) => n + (se.value(r) || 0), 0));
-  const max = integer ? Math.max(4, Math.ceil(niceMax(Math.max(0, ...totals)) / 4) * 4)
-    : niceMax(Math.max(0, ...totals));
+  const max = 4 * niceTick(Math.max(0, ...totals), integer);
   const slot = innerW / Math.max(runs.length, 1);
   const barW = Math.max(2, Math.min(28, slot * 0.7));
   const svg = s("svg", { viewBox: `0 0 ${CHART_W} ${CHART_H}`, role: "img" });
@@ -293,10 +294,11 @@ async function history() {
   const legend = h("div", { class: "legend" },
     h("span", {}, h("i", { class: "added" }), "added"),
     h("span", {}, h("i", { class: "changed" }), "changed"),
-    h("span", {}, h("i", { class: "removed" }), "deleted"));
+    h("span", {}, h("i", { class: "removed" }), "deleted"),
+    h("span", {}, h("i", { class: "written" }), "written into it by memsync"));
   const perProvider = providers.map(name => h("div", { class: "chart", "data-testid": `changes-${name}` },
     h("h3", {}, name),
-    barChart(runs, ["added", "changed", "removed"].map(kind => ({
+    barChart(runs, ["added", "changed", "removed", "written"].map(kind => ({
       key: kind, cls: () => `bar-${kind}`, value: r => (r.providers[name] || {})[kind],
     })), v => String(Math.round(v)), small)));
   const table = h("div", { class: "table-wrap" }, h("table", {},
@@ -308,7 +310,8 @@ async function history() {
         const c = r.providers[p];
         return h("td", { class: "mono" }, c ? `+${c.added} ~${c.changed} −${c.removed}` : "");
       }))))));
-  render(h("h1", {}, "Cycle history"), duration, h("h2", {}, "Adds, changes and deletes seen per provider"), legend,
+  const span = `${runs.length} cycle${runs.length === 1 ? "" : "s"}, #${runs[0].id} at ${when(runs[0].finished_at)} to #${runs[runs.length - 1].id} at ${when(runs[runs.length - 1].finished_at)}`;
+  render(h("h1", {}, "Cycle history"), h("p", { class: "muted" }, span), duration, h("h2", {}, "Adds, changes and deletes per provider"), legend,
     h("div", { class: "charts-grid" }, perProvider), h("h2", {}, "Recent cycles"), table);
 }
 
@@ -368,6 +371,7 @@ async function conflicts() {
       return h("div", { class: "side", "data-side": name },
         h("h3", {}, h("span", {}, name), h("span", { class: "muted small" }, `updated ${when(v.updated_at)}`)),
         h("div", { class: "text" }, c.diff && i < 2 ? diffText(c.diff, i) : v.content),
+        h("div", { class: "muted small" }, "metadata"),
         metadataTable(v.metadata, c.metadata_diff),
         h("div", { class: "muted small mono" }, `id ${v.provider_id}`),
         h("div", { class: "actions" }, c.state === "open"
@@ -396,6 +400,7 @@ async function memory() {
         e.content !== null ? h("div", { class: "text" }, e.content) : null))));
   } else if (query) {
     const found = await api(`/api/memory/search?q=${encodeURIComponent(query)}`);
+    parts.push(h("p", { class: "muted" }, `${found.length} ${found.length === 1 ? "memory matches" : "memories match"} “${query}”`));
     parts.push(found.length
       ? h("ul", { class: "results" }, found.map(m => h("li", {},
           h("a", { href: `/memory?id=${encodeURIComponent(m.link_id)}` }, m.content || m.link_id),
