@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from memsync.errors import ConfigError
+from memsync.ui.address import check_exposure, parse_listen
 
 PROVIDER_TYPES = (
     "mem0-oss",
@@ -290,16 +291,12 @@ class UiConfig(_Strict):
     @classmethod
     def _host_port(cls, value: str | None) -> str | None:
         if value is not None:
-            from memsync.ui.address import parse_listen
-
             parse_listen(value)  # raises ValueError with what to write instead
         return value
 
     @model_validator(mode="after")
     def _loopback_unless_allowed(self) -> UiConfig:
         if self.listen is not None:
-            from memsync.ui.address import check_exposure, parse_listen
-
             check_exposure(parse_listen(self.listen)[0], allow_remote=self.allow_remote)
         return self
 
