@@ -18,11 +18,12 @@ from memsync.pmm import Header, write_pmm_file, write_pmm_stream
 from memsync.portability import import_file
 from memsync.records import utc_now_iso
 from memsync.staging.aside import set_aside
+from memsync.sync.conflicts import choose_winner, list_conflicts
 from memsync.sync.engine import CycleReport, SyncOptions
 from memsync.sync.journal import log_entries, memory_history, records_at
 from memsync.sync.runner import run_sync
 from memsync.sync.scoped import ScopedCycleReport
-from memsync.sync.verify import verify
+from memsync.sync.verify import verify_and_record
 
 
 def _print_cycle(report: CycleReport) -> None:
@@ -210,11 +211,7 @@ def verify_command(app: App, a: str, b: str, as_json: bool, scope: str | None) -
     chosen = Scope.parse(scope) if scope is not None else None
     first = provider_in_scope(app.config, a, chosen)
     second = provider_in_scope(app.config, b, chosen)
-    if app.paths.database.exists():
-        with app.store(create=False) as store:
-            report = verify(first, second, store)
-    else:
-        report = verify(first, second)
+    report = verify_and_record(first, second, app.paths.database)
     if as_json:
         print_json(report.as_dict())
     else:
@@ -250,11 +247,7 @@ def verify_command(app: App, a: str, b: str, as_json: bool, scope: str | None) -
 def conflicts(app: App, show_all: bool, as_json: bool) -> None:
     """List conflicts: memories changed on two sides since the last sync."""
     with app.store() as store:
-        where = "" if show_all else "WHERE state != 'resolved'"
-        rows = [
-            {**dict(r), "versions": json.loads(r["versions"])}
-            for r in store.conn.execute(f"SELECT * FROM conflicts {where} ORDER BY id")
-        ]
+        rows = list_conflicts(store, include_settled=show_all)
     if as_json:
         print_json(rows)
         return
@@ -278,21 +271,7 @@ def conflicts(app: App, show_all: bool, as_json: bool) -> None:
 def resolve(app: App, conflict_id: int, keep: str, no_sync: bool) -> None:
     """Settle a conflict: keep NAME's version everywhere (the other stays in the journal)."""
     with app.store() as store:
-        row = store.conn.execute("SELECT * FROM conflicts WHERE id = ?", (conflict_id,)).fetchone()
-        if row is None:
-            raise MemsyncError(f"no conflict #{conflict_id}; `memsync conflicts` lists them")
-        if row["state"] == "resolved":
-            raise MemsyncError(f"conflict #{conflict_id} is already resolved")
-        versions = json.loads(row["versions"])
-        if keep not in versions:
-            raise MemsyncError(
-                f"conflict #{conflict_id} is between {', '.join(versions)}; --keep one of them"
-            )
-        with store.transaction() as conn:
-            conn.execute(
-                "UPDATE conflicts SET state = 'resolving', winner = ?, resolution = ? WHERE id = ?",
-                (keep, f"kept {keep} by hand", conflict_id),
-            )
+        choose_winner(store, conflict_id, keep)
     click.echo(f"conflict #{conflict_id}: keeping {keep}'s version")
     if not no_sync:
         report = run_sync(app.paths, app.config, SyncOptions())

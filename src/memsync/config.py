@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from memsync.errors import ConfigError
+from memsync.ui.address import check_exposure, parse_listen
 
 PROVIDER_TYPES = (
     "mem0-oss",
@@ -303,10 +304,31 @@ class PmmConfig(_Strict):
     max_content_bytes: int = Field(default=DEFAULT_MAX_CONTENT_BYTES, gt=0)
 
 
+class UiConfig(_Strict):
+    """The local status page; off unless ``listen`` is set (the daemon then serves it)."""
+
+    listen: str | None = None
+    allow_remote: bool = False
+
+    @field_validator("listen")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_listen(value)  # raises ValueError with what to write instead
+        return value
+
+    @model_validator(mode="after")
+    def _loopback_unless_allowed(self) -> UiConfig:
+        if self.listen is not None:
+            check_exposure(parse_listen(self.listen)[0], allow_remote=self.allow_remote)
+        return self
+
+
 class Config(_Strict):
     sync: SyncConfig
     backup: BackupConfig = BackupConfig()
     pmm: PmmConfig = PmmConfig()
+    ui: UiConfig = UiConfig()
     providers: dict[str, ProviderConfig]
 
     @field_validator("providers")

@@ -11,13 +11,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memsync.config import load_config
+from memsync.config import Config, load_config
 from memsync.daemon.backups import newest_backups
 from memsync.errors import MemsyncError
 from memsync.output import print_table, stdout
 from memsync.paths import Paths
 from memsync.records import parse_instant
 from memsync.staging import StagingStore
+from memsync.sync.conflicts import list_conflicts
 
 
 def collect_status(paths: Paths) -> dict[str, Any]:
@@ -34,6 +35,7 @@ def collect_status(paths: Paths) -> dict[str, Any]:
         "backups": newest_backups(paths.backups_dir),
     }
     configured: dict[str, Any] = {}
+    config: Config | None = None
     try:
         config = load_config(paths.config_file)
         report["config"]["ok"] = True
@@ -44,29 +46,66 @@ def collect_status(paths: Paths) -> dict[str, Any]:
         }
     except MemsyncError as exc:
         report["config"]["error"] = str(exc)
+    report["cutover"] = []
     for name, info in configured.items():
-        report["providers"][name] = {**info, "records": 0, "last_cycle": None}
+        report["providers"][name] = {
+            **info,
+            "records": 0,
+            "scopes": {},
+            "last_cycle": None,
+            "state": None,
+            "outbox": dict(_NO_OUTBOX),
+        }
     if paths.database.exists():
         try:
             with StagingStore.open(paths.database, create=False) as store:
                 _from_store(store, report)
+                if config is not None:
+                    report["cutover"] = cutover_readiness(store, config)
         except MemsyncError as exc:
             report["database"]["error"] = str(exc)
     return report
 
 
+_NO_OUTBOX = {"pending": 0, "failed": 0, "dead": 0}
+
+
+def _provider_entry(report: dict[str, Any], name: str) -> dict[str, Any]:
+    """The report's entry for NAME; one the config no longer names is marked so."""
+    if name not in report["providers"]:
+        report["providers"][name] = {
+            "configured": False,
+            "records": 0,
+            "scopes": {},
+            "last_cycle": None,
+            "state": None,
+            "outbox": dict(_NO_OUTBOX),
+        }
+    entry: dict[str, Any] = report["providers"][name]
+    return entry
+
+
 def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
     conn = store.conn
-    for row in conn.execute("SELECT provider, COUNT(*) AS n FROM records GROUP BY provider"):
-        entry = report["providers"].setdefault(row["provider"], {"configured": False})
-        entry["records"] = row["n"]
+    for row in conn.execute(
+        "SELECT provider, scope_key, COUNT(*) AS n FROM records GROUP BY provider, scope_key"
+    ):
+        entry = _provider_entry(report, row["provider"])
+        entry["records"] += row["n"]
+        entry["scopes"][row["scope_key"]] = row["n"]
     durations = _run_durations(conn)
     for row in conn.execute("SELECT name, last_cycle FROM providers"):
-        entry = report["providers"].setdefault(row["name"], {"configured": False})
+        entry = _provider_entry(report, row["name"])
         cycle = json.loads(row["last_cycle"]) if row["last_cycle"] else None
         if cycle is not None:
             cycle["duration_s"] = durations.get(cycle.get("run_id"))
         entry["last_cycle"] = cycle
+        entry["state"] = cycle_state(cycle)
+    for row in conn.execute(
+        "SELECT provider, state, COUNT(*) AS n FROM outbox "
+        "WHERE state IN ('pending', 'failed', 'dead') GROUP BY provider, state"
+    ):
+        _provider_entry(report, row["provider"])["outbox"][row["state"]] = row["n"]
     for row in conn.execute(
         "SELECT state, COUNT(*) AS n FROM outbox WHERE state IN ('pending', 'failed', 'dead') "
         "GROUP BY state"
@@ -91,6 +130,140 @@ def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
             "status": run["status"],
             "duration_s": _duration(run["started_at"], run["finished_at"]),
         }
+
+
+def cycle_history(store: StagingStore, limit: int = 60) -> list[dict[str, Any]]:
+    """The newest finished runs, oldest first: duration and each provider's +/~/- counts."""
+    rows = store.conn.execute(
+        "SELECT id, started_at, finished_at, status, summary FROM runs "
+        "WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT ?",
+        (limit,),
+    ).fetchall()
+    history = []
+    for row in reversed(rows):
+        summary = json.loads(row["summary"]) if row["summary"] else {}
+        providers = {
+            name: {
+                "state": outcome.get("state"),
+                "added": outcome.get("added", 0),
+                "changed": outcome.get("changed", 0),
+                "removed": outcome.get("removed", 0),
+                "written": outcome.get("written", 0),
+            }
+            for name, outcome in (summary.get("providers") or {}).items()
+            if outcome.get("state") != "skipped"
+        }
+        history.append(
+            {
+                "id": row["id"],
+                "started_at": row["started_at"],
+                "finished_at": row["finished_at"],
+                "status": row["status"],
+                "duration_s": _duration(row["started_at"], row["finished_at"]),
+                "dry_run": bool(summary.get("dry_run")),
+                "providers": providers,
+            }
+        )
+    return history
+
+
+def last_verify(store: StagingStore, a: str, b: str) -> dict[str, Any] | None:
+    """The newest `verify` of A and B (either order), with how many changes came since."""
+    row = store.conn.execute(
+        "SELECT * FROM verify_results WHERE (a = ? AND b = ?) OR (a = ? AND b = ?) "
+        "ORDER BY id DESC LIMIT 1",
+        (a, b, b, a),
+    ).fetchone()
+    if row is None:
+        return None
+    since = store.conn.execute(  # by seq, not time: the (provider, seq) index answers it
+        "SELECT COUNT(*) FROM changes WHERE provider IN (?, ?) AND seq > ?",
+        (a, b, row["journal_seq"]),
+    ).fetchone()[0]
+    return {
+        "at": row["at"],
+        "reconciled": bool(row["reconciled"]),
+        "count": {row["a"]: row["count_a"], row["b"]: row["count_b"]},
+        "differences": row["differences"],
+        "error": row["error"],
+        "changes_since": since,
+    }
+
+
+def cutover_readiness(store: StagingStore, config: Config) -> list[dict[str, Any]]:
+    """For the active backend and each other provider: is it safe to `memsync switch` to it?"""
+    active = config.sync.active
+    waiting = list_conflicts(store)
+    pairs = []
+    for other in config.providers:
+        if other == active:
+            continue
+        outbox = dict(_NO_OUTBOX)
+        for row in store.conn.execute(
+            "SELECT state, COUNT(*) AS n FROM outbox WHERE provider IN (?, ?) "
+            "AND state IN ('pending', 'running', 'failed', 'dead') GROUP BY state",
+            (active, other),
+        ):
+            key = "pending" if row["state"] == "running" else row["state"]
+            outbox[key] += row["n"]
+        conflicts = [c["id"] for c in waiting if active in c["versions"] or other in c["versions"]]
+        verified = last_verify(store, active, other)
+        checks = [
+            _check("verify", *_verify_verdict(verified)),
+            _check("outbox", outbox["pending"] + outbox["failed"] == 0, _outbox_text(outbox)),
+            _check("dead letters", outbox["dead"] == 0, f"{outbox['dead']} dead"),
+            _check("conflicts", not conflicts, f"{len(conflicts)} open"),
+        ]
+        pairs.append(
+            {
+                "a": active,
+                "b": other,
+                "verify": verified,
+                "outbox": outbox,
+                "conflicts": conflicts,
+                "checks": checks,
+                "safe": all(c["ok"] for c in checks),
+                "switch": switch_plan(active, other, config.providers[other].direction),
+            }
+        )
+    return pairs
+
+
+def _check(name: str, ok: bool, text: str) -> dict[str, Any]:
+    return {"name": name, "ok": ok, "text": text}
+
+
+def _verify_verdict(verified: dict[str, Any] | None) -> tuple[bool, str]:
+    if verified is None:
+        return False, "never verified"
+    if verified["error"]:
+        return False, f"could not verify: {verified['error']}"
+    if not verified["reconciled"]:
+        return False, f"{verified['differences']} difference(s) at {_when(verified['at'])}"
+    if verified["changes_since"]:
+        since = verified["changes_since"]
+        return False, f"reconciled at {_when(verified['at'])}, {since} change(s) since"
+    return True, f"reconciled at {_when(verified['at'])}"
+
+
+def _outbox_text(outbox: dict[str, int]) -> str:
+    return f"{outbox['pending']} pending, {outbox['failed']} failing"
+
+
+def switch_plan(active: str, target: str, direction: str = "both") -> list[str]:
+    """What `memsync switch TARGET` does, step by step (cli_sync.switch), for a person."""
+    steps = [
+        f"run one sync cycle around {active} (the active backend now), so nothing pending is lost;"
+        " stop if it does not finish cleanly",
+        f'set [sync] active = "{target}" in the config file (comments and layout kept)',
+        f"run one sync cycle around {target}; links survive, so no memory is duplicated or lost",
+    ]
+    if direction != "both":
+        steps.append(
+            f'{target} is configured with direction = "{direction}"; as the active backend it '
+            "sends and receives all the same (the active backend always does both)"
+        )
+    return steps
 
 
 def _run_durations(conn: Any) -> dict[int, float | None]:
@@ -215,6 +388,23 @@ def _took(seconds: float | None) -> str:
     if seconds is None:
         return ""
     return f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.1f}min"
+
+
+def cycle_state(cycle: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A provider's last cycle as one of ok, partial, busy, refused or error, with why."""
+    if not cycle:
+        return None
+    state = cycle.get("state", "")
+    if cycle.get("refused"):
+        return {"kind": "refused", "gate": cycle["refused"], "text": _cycle_state(cycle)}
+    if state == "ok" and not cycle.get("partial_reason"):
+        return {"kind": "ok", "complete": bool(cycle.get("complete")), "text": _cycle_state(cycle)}
+    if state == "partial" or cycle.get("partial_reason"):
+        reason = cycle.get("partial_reason") or "listing incomplete"
+        return {"kind": "partial", "reason": reason, "text": _cycle_state(cycle)}
+    if state == "busy" or cycle.get("busy"):
+        return {"kind": "busy", "reason": cycle.get("error"), "text": _cycle_state(cycle)}
+    return {"kind": state or "error", "reason": cycle.get("error"), "text": _cycle_state(cycle)}
 
 
 def _cycle_state(cycle: dict[str, Any]) -> str:

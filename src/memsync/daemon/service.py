@@ -38,6 +38,8 @@ from memsync.lock import is_locked
 from memsync.paths import Paths
 from memsync.sync.engine import CycleReport, SyncOptions
 from memsync.sync.runner import run_sync
+from memsync.ui.address import parse_listen
+from memsync.ui.server import UiServer
 
 log = logging.getLogger("memsync.daemon")
 
@@ -92,6 +94,7 @@ class Daemon:
         self._jobs = threading.Condition()
         self._running_jobs = 0
         self._backup_after_first_sync = False
+        self.ui: UiServer | None = None
         self.scheduler = BackgroundScheduler(
             timezone=UTC,
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
@@ -127,6 +130,7 @@ class Daemon:
         )
         self.scheduler.start()
         threading.Thread(target=self._watch_config, name="config-watch", daemon=True).start()
+        self._start_ui()
         log.info(
             "memsync daemon started: config %s; sync every %s, backups every %s (keep %d)",
             self.paths.config_file,
@@ -135,6 +139,22 @@ class Daemon:
             config.backup.keep,
         )
         self.notifier.ready("started; first sync running")
+
+    def _start_ui(self) -> None:
+        """Serve the status page when [ui] listen is set; a page that cannot start is logged."""
+        settings = self.config.ui
+        if settings.listen is None:
+            return
+        host, port = parse_listen(settings.listen)
+        try:
+            self.ui = UiServer(self.paths, host, port, allow_remote=settings.allow_remote)
+        except MemsyncError as exc:
+            log.error("status page not started: %s; syncing goes on without it", exc)
+            return
+        self.ui.start_in_thread()
+        log.info(
+            "status page on %s (`memsync ui` prints the link with its token)", self.ui.base_url
+        )
 
     def _first_backup_time(self, now: datetime) -> datetime:
         """Due one interval after the newest backup; with none yet, right after the first sync."""
@@ -167,6 +187,8 @@ class Daemon:
         self.stop.set()
         self.notifier.stopping("stopping")
         self.scheduler.shutdown(wait=False)
+        if self.ui is not None:
+            self.ui.stop()
         with self._jobs:
             idle = self._jobs.wait_for(lambda: self._running_jobs == 0, timeout=STOP_GRACE)
         if not idle:

@@ -201,6 +201,26 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX adoptions_by_provider ON adoptions (provider, seq);
         """,
     ),
+    Migration(
+        4,
+        "verify results, for the status page's cutover readiness",
+        """
+        -- Every `memsync verify A B` (command line or status page) and what it found.
+        CREATE TABLE verify_results (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            a TEXT NOT NULL,
+            b TEXT NOT NULL,
+            at TEXT NOT NULL,
+            reconciled INTEGER NOT NULL,
+            count_a INTEGER,
+            count_b INTEGER,
+            differences INTEGER NOT NULL DEFAULT 0,
+            error TEXT,  -- why verify could not compare (a partial listing, a provider down)
+            journal_seq INTEGER NOT NULL DEFAULT 0  -- the newest change seen before it ran
+        );
+        CREATE INDEX verify_results_by_pair ON verify_results (a, b, id);
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -122,11 +122,16 @@ def memory_history(store: StagingStore, memory: str) -> list[dict[str, Any]]:
     marks = ",".join("?" * len(links))
     rows = conn.execute(
         "SELECT seq, at, run_id, provider, provider_id, link_id, kind, content, metadata, "
-        f"updated_at, fingerprint FROM changes WHERE link_id IN ({marks}) ORDER BY seq",
+        f"updated_at, fingerprint, provenance FROM changes WHERE link_id IN ({marks}) ORDER BY seq",
         links,
     ).fetchall()
     entries: list[dict[str, Any]] = [
-        {**dict(r), "metadata": json.loads(r["metadata"]) if r["metadata"] else None} for r in rows
+        {
+            **dict(r),
+            "metadata": json.loads(r["metadata"]) if r["metadata"] else None,
+            "provenance": json.loads(r["provenance"]) if r["provenance"] else None,
+        }
+        for r in rows
     ]
     for adoption in adopted:
         if adoption["link_id"] != link:

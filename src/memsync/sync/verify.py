@@ -13,14 +13,19 @@ the two are not called reconciled.
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from memsync.errors import MemsyncError
 from memsync.providers.base import Provider
-from memsync.records import canonical_json, normalise_text
+from memsync.records import canonical_json, normalise_text, utc_now_iso
 from memsync.staging.store import StagingStore
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -201,3 +206,54 @@ def verify(a: Provider, b: Provider, store: StagingStore | None = None) -> Verif
             content, metadata = examples_b[key]
             report.differences.append(Difference(content, metadata, b.name, -extra_a))
     return report
+
+
+def record_verify(
+    store: StagingStore, a: str, b: str, report: VerifyReport | None, error: str | None = None
+) -> None:
+    """Keep what a verify found (or why it could not compare) for the cutover readiness view."""
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO verify_results (a, b, at, reconciled, count_a, count_b, differences, "
+            "error, journal_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
+            "(SELECT COALESCE(MAX(seq), 0) FROM changes))",
+            (
+                a,
+                b,
+                utc_now_iso(),
+                int(report is not None and report.reconciled),
+                report.count_a if report else None,
+                report.count_b if report else None,
+                sum(d.count for d in report.differences) if report else 0,
+                error,
+            ),
+        )
+
+
+def verify_and_record(a: Provider, b: Provider, database: Path) -> VerifyReport:
+    """verify(a, b), its outcome kept in the staging database when there is one (which also
+    lets verify find texts copied both ways)."""
+    try:
+        if database.exists():
+            with StagingStore.open(database, create=False) as store:
+                report = verify(a, b, store)
+        else:
+            report = verify(a, b)
+    except MemsyncError as exc:
+        _record_quietly(database, a.name, b.name, None, str(exc))
+        raise
+    _record_quietly(database, a.name, b.name, report, None)
+    return report
+
+
+def _record_quietly(
+    database: Path, a: str, b: str, report: VerifyReport | None, error: str | None
+) -> None:
+    """Recording is a convenience: a verify is never lost or failed by a busy database."""
+    if not database.exists():
+        return
+    try:
+        with StagingStore.open(database, create=False) as store:
+            record_verify(store, a, b, report, error)
+    except (MemsyncError, sqlite3.Error) as exc:
+        log.warning("could not record the verify result in %s: %s", database, exc)

@@ -1,0 +1,1 @@
+"""The local status page: overview, cycle history, conflicts, one memory, cutover readiness."""
