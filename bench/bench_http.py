@@ -7,6 +7,10 @@ times the latency divided by the concurrency: what the requests alone cost, perf
 overlapped. Each figure is a ratio to that floor, or a count of requests per memory written
 (the requests a cycle made beyond those of a no-change cycle, which only lists).
 
+"Listing pages alone" is the platform's pages fetched and decoded by a bare client, one
+after another, as a script that only lists would do it; memsync's own listing alone (pages
+fetched ahead, records mapped) is printed beside it, to show what staging adds on top.
+
 ``# before`` lines run the same cycle at concurrency 1 (memsync's behaviour before the
 concurrency option) on a smaller set, for the per-memory cost then and now.
 """
@@ -22,6 +26,7 @@ from typing import Any
 
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
+import httpx
 from tests.doubles.hindsight_app import HindsightDouble
 from tests.doubles.mem0_platform_app import Mem0PlatformDouble
 from tests.doubles.mem0_server_app import Mem0ServerDouble
@@ -32,7 +37,7 @@ from memsync.config import parse_config
 from memsync.providers.base import Provider
 from memsync.providers.hindsight import HindsightProvider
 from memsync.providers.http import RetryPolicy
-from memsync.providers.mem0_platform import Mem0PlatformProvider
+from memsync.providers.mem0_platform import MAX_PAGE_SIZE, Mem0PlatformProvider
 from memsync.providers.mem0_server import Mem0ServerProvider
 from memsync.secrets import Secret
 from memsync.staging import StagingStore
@@ -204,22 +209,48 @@ def created_per_memory() -> None:
     report("requests per created memory (mem0-server)", value, " requests", "<= 1.0", value <= 1.0)
 
 
+def pages_alone(double: Mem0PlatformDouble, page_size: int) -> float:
+    """Seconds to fetch and decode every page of the scope with a bare client, one page
+    after another, as a script that only lists would: the listing's own cost."""
+    http = httpx.Client(transport=double.transport(), base_url="https://api.mem0.test")
+    started = time.perf_counter()
+    page, held = 1, 0
+    while True:
+        answer = http.post(
+            "/v3/memories/",
+            params={"page": page, "page_size": page_size},
+            json={"filters": {"user_id": "alice"}},
+            headers={"Authorization": f"Token {KEY}"},
+        ).json()
+        held += len(answer["results"])
+        if not answer["next"]:
+            break
+        page += 1
+    seconds = time.perf_counter() - started
+    http.close()
+    assert held == N_QUIET
+    return seconds
+
+
 def quiet_platform() -> None:
-    """A no-change cycle over 10k platform memories against listing its pages alone."""
+    """A full no-change cycle over 10k platform memories against listing its pages alone."""
     run = Run(mem0_platform(), N_QUIET, CONCURRENCY)
     run.cycle()  # the first sync, without latency: only the quiet cycle is measured
     double = run.target.double
     double.faults.latency = LATENCY
-    seconds, requests, result = run.cycle(full=True)
-    assert result["actions_total"] == 0, result
-    provider = run.target.build(CONCURRENCY)
-    started = time.perf_counter()
-    listing = provider.listing()
-    listed = sum(len(page.records) for page in listing.pages())
-    alone = time.perf_counter() - started
-    provider.close()
-    assert listed == N_QUIET and listing.complete
-    ratio = seconds / alone
+    cycles, alone, own = [], [], []
+    for _ in range(2):  # alternated, the better of each: the machine is shared
+        seconds, requests, result = run.cycle(full=True)
+        assert result["actions_total"] == 0, result
+        cycles.append(seconds)
+        alone.append(pages_alone(double, MAX_PAGE_SIZE))
+        provider = run.target.build(CONCURRENCY)
+        started = time.perf_counter()
+        listing = provider.listing()
+        assert sum(len(p.records) for p in listing.pages()) == N_QUIET and listing.complete
+        own.append(time.perf_counter() - started)
+        provider.close()
+    ratio = min(cycles) / min(alone)
     report(
         f"http no-change cycle {N_QUIET / 1000:g}k platform ({LATENCY * 1000:.0f} ms/request) "
         "vs listing pages alone",
@@ -228,10 +259,10 @@ def quiet_platform() -> None:
         "<= 1.2x",
         ratio <= 1.2,
     )
-    sequential = requests * LATENCY
     print(
-        f"# quiet cycle {seconds:.2f}s ({requests} requests), its listing alone {alone:.2f}s, "
-        f"the same pages one at a time (before) >= {sequential:.2f}s",
+        f"# quiet cycle {min(cycles):.2f}s ({requests} requests, full listing); the pages alone, "
+        f"one after another {min(alone):.2f}s; memsync's listing alone (pages ahead, records "
+        f"mapped) {min(own):.2f}s, so staging and planning add {min(cycles) / min(own):.2f}x",
         flush=True,
     )
 
