@@ -50,16 +50,17 @@ WHERE NOT EXISTS (SELECT 1 FROM links b WHERE b.link_id = r.link_id)
   )
 """
 
-# Copies in groups that another provider also holds unlinked, in key order.
+# Copies in groups that another provider also holds unlinked, in key order (the index's:
+# no sort; the order within a group is pair_copies' business).
 SHARED_COPIES = """
-SELECT c.scope, c.content_hash, c.provider, c.provider_id, c.link_id, c.created_at
+SELECT c.content_hash, c.scope, c.provider, c.provider_id, c.link_id, c.created_at
 FROM temp.adopt_candidates c
 WHERE EXISTS (
     SELECT 1 FROM temp.adopt_candidates o
     WHERE o.content_hash = c.content_hash AND o.scope = c.scope AND o.provider != c.provider
 ) OR EXISTS (SELECT 1 FROM temp.open_memories m
              WHERE m.content_hash = c.content_hash AND m.scope = c.scope)
-ORDER BY c.scope, c.content_hash, c.provider, c.created_at, c.provider_id
+ORDER BY c.content_hash, c.scope
 """
 
 # Memories staging already knows (a record with a logical id that is not a lone candidate),
@@ -100,8 +101,8 @@ WHERE hs.provider = h.provider
 """
 
 OPEN_MEMORIES_IN_ORDER = """
-SELECT scope, content_hash, link_id, present, anchor_provider, anchor_id
-FROM temp.open_memories ORDER BY scope, content_hash, link_id
+SELECT content_hash, scope, link_id, present, anchor_provider, anchor_id
+FROM temp.open_memories ORDER BY content_hash, scope, link_id
 """
 
 RELINK = "UPDATE records SET link_id = ? WHERE provider = ? AND provider_id = ?"

@@ -198,7 +198,6 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         CREATE INDEX adoptions_by_link ON adoptions (link_id, seq);
         CREATE INDEX adoptions_by_old_link ON adoptions (old_link_id);
-        CREATE INDEX adoptions_by_provider ON adoptions (provider, seq);
         """,
     ),
     Migration(

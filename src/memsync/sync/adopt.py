@@ -33,7 +33,7 @@ from memsync.records import utc_now_iso
 from memsync.sameness import star_scope
 from memsync.staging import adoption as sql
 
-FLUSH = 2000  # relinks written per executemany
+FLUSH = 20_000  # relinks written per executemany, in primary-key order
 
 
 @dataclass(frozen=True)
@@ -78,10 +78,26 @@ def pair_copies(
     PREFERENCE (the active backend first) lends its logical id to its rank. A rank held by
     one provider alone is a memory the others lack: it stays as it is, and the plan creates it.
     """
+    rank = {name: index for index, name in enumerate(preference)}
+    if not open_memories and len({copy.provider for copy in copies}) == len(copies):
+        # The common case, one copy in each provider: one memory, the preferred copy's.
+        anchor, *others = sorted(
+            copies, key=lambda c: (rank.get(c.provider, len(rank)), c.provider)
+        )
+        return [
+            Adoption(
+                c.provider,
+                c.provider_id,
+                c.link_id,
+                anchor.link_id,
+                anchor.provider,
+                anchor.provider_id,
+            )
+            for c in others
+        ]
     queues: dict[str, list[Copy]] = defaultdict(list)
     for copy in sorted(copies, key=lambda c: (c.order, c.provider_id)):
         queues[copy.provider].append(copy)
-    rank = {name: index for index, name in enumerate(preference)}
     providers = sorted(queues, key=lambda name: (rank.get(name, len(rank)), name))
     adoptions: list[Adoption] = []
     for memory in sorted(open_memories, key=lambda m: m.link_id):
@@ -159,7 +175,7 @@ def adopt(
     now = utc_now_iso()
     relinks: list[tuple[str, str, str]] = []
     journal: list[tuple[Any, ...]] = []
-    for (scope, content_hash), copies, memories in _groups(conn):
+    for (content_hash, scope), copies, memories in _groups(conn):
         adoptions = pair_copies(copies, memories, preference)
         # Both sides of a new pair count as adopted; a memory agreed before counts only the
         # copy that joined it.
@@ -209,6 +225,7 @@ def _anything_to_pair(conn: sqlite3.Connection, providers: list[str]) -> bool:
 def _flush(
     conn: sqlite3.Connection, relinks: list[tuple[str, str, str]], journal: list[tuple[Any, ...]]
 ) -> None:
+    relinks.sort(key=lambda relink: (relink[1], relink[2]))  # the records table's key order
     conn.executemany(sql.RELINK, relinks)
     conn.executemany(sql.RECORD, journal)
     relinks.clear()
@@ -220,7 +237,7 @@ Key = tuple[str, str]
 
 
 def _groups(conn: sqlite3.Connection) -> Iterator[tuple[Key, list[Copy], list[OpenMemory]]]:
-    """Copies and open memories of each (scope, text), merged from two key-ordered streams."""
+    """Copies and open memories of each (text, scope), merged from two key-ordered streams."""
     # Two cursors streamed side by side (temporary tables only: the relinks written between
     # their steps touch ``records``, not what they read).
     copies = itertools.groupby(conn.execute(sql.SHARED_COPIES), key=lambda row: (row[0], row[1]))
