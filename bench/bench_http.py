@@ -185,17 +185,34 @@ def first_sync(make: Callable[[], Target]) -> Run:
 
 
 def per_memory(run: Run, label: str, target: float, edited: int) -> None:
-    """Requests per memory written by a cycle, beyond those of a no-change cycle."""
+    """Requests per memory written by a cycle, beyond those of a no-change cycle.
+
+    Requests to the memory endpoints count per memory. Listing-level requests beyond the
+    quiet cycle's (the freshness check before each replay batch, issue 12: one per batch, not
+    one per write) are printed on their own line, so neither hides in the other.
+    """
+    seen = run.target.double.faults.seen
     run.target.double.faults.latency = 0.0
-    _, listing_only, quiet = run.cycle()
-    assert quiet["actions_total"] == 0, quiet
+    start = len(seen)
+    run.cycle()
+    quiet_requests = seen[start:]
+    listing_kinds = {(s.method, s.path) for s in quiet_requests}
     run.source.edited = set(range(edited))
-    _, requests, changed = run.cycle()
+    start = len(seen)
+    _, _, changed = run.cycle()
     written = changed["providers"]["remote"]["written"]
     assert written == edited, changed
-    value = (requests - listing_only) / written
+    cycle = seen[start:]
+    writes = [s for s in cycle if (s.method, s.path) not in listing_kinds]
+    listing_extra = len(cycle) - len(writes) - len(quiet_requests)
+    value = len(writes) / written
     report(label, value, " requests", f"<= {target:g}", value <= target)
-    print(f"# {requests - listing_only} requests for {written} updates ({value:.4f})", flush=True)
+    print(
+        f"# {len(writes)} requests to the memory endpoints for {written} updates "
+        f"({value:.4f}); {listing_extra} listing-level request(s) beyond the quiet cycle's "
+        "(the freshness check, one per replay batch)",
+        flush=True,
+    )
 
 
 def created_per_memory() -> None:
