@@ -198,8 +198,10 @@ def test_create_false_names_the_scope_of_a_missing_store(home: Path, cli: Any) -
 def test_status_verify_and_log_per_scope(team: Path, cli: Any) -> None:
     assert cli("sync").exit_code == 0
     status = json.loads(cli("status", "--json").output)
-    assert status["providers"]["mem0"]["scopes"] == 3
+    assert status["providers"]["mem0"]["scope_count"] == 3
+    assert set(status["providers"]["mem0"]["scopes"]) == {f"user_id={u}" for u in USERS}
     assert status["providers"]["mem0"]["records"] == sum(USERS.values())
+    assert "mem0 (3 scopes)" in cli("status").output
     one = json.loads(cli("status", "--json", "--scope", "user_id=alice").output)
     assert set(one["providers"]) == {
         "mem0[user_id=alice]",

@@ -20,17 +20,21 @@ _WORST_FIRST = ("refused", "error", "busy", "partial", "ok", "skipped")
 
 
 def fold_scopes(report: dict[str, Any]) -> None:
-    """Replace each provider's per-scope rows by one row: scope count, records, worst state."""
+    """Replace each provider's per-scope rows by one row: its scopes (label -> records),
+    scope count, records and worst state."""
     providers: dict[str, Any] = report["providers"]
     grouped: dict[str, list[dict[str, Any]]] = {}
     for name in list(providers):
         split = split_scoped_name(name)
         if split is None or split[0] not in providers:
             continue
-        grouped.setdefault(split[0], []).append(providers.pop(name))
+        row = providers.pop(name)
+        row["scope_label"] = split[1].label
+        grouped.setdefault(split[0], []).append(row)
     for base, rows in grouped.items():
         entry = providers[base]
-        entry["scopes"] = len(rows)
+        entry["scopes"] = {r["scope_label"]: r.get("records", 0) for r in rows}
+        entry["scope_count"] = len(rows)
         entry["records"] = sum(r.get("records", 0) for r in rows)
         entry["last_cycle"] = _folded_cycle([r["last_cycle"] for r in rows if r.get("last_cycle")])
 

@@ -337,7 +337,7 @@ def render_status(report: dict[str, Any]) -> None:
         took = _took(cycle.get("duration_s"))
         rows.append(
             (
-                name + (f" ({info['scopes']} scopes)" if "scopes" in info else ""),
+                name + _scope_note(info),
                 info.get("type", "?"),
                 info.get("direction", "?"),
                 info.get("records", 0),
@@ -371,6 +371,14 @@ def render_status(report: dict[str, Any]) -> None:
     cycle = report.get("cycle") or {}
     if cycle.get("running"):
         stdout.print(f"a sync cycle is running now (pid {cycle.get('pid')})", markup=False)
+
+
+def _scope_note(info: dict[str, Any]) -> str:
+    """' (N scopes)' for a provider holding more than one scope, or a wildcard one."""
+    count = info.get("scope_count", len(info.get("scopes") or {}))
+    if "scope_count" not in info and count <= 1:
+        return ""
+    return f" ({count} scope{'s' if count != 1 else ''})"
 
 
 def _when(instant: str | None) -> str:
