@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install mnem-sdk demo test lint typecheck pytest bench integration clean
+.PHONY: install mnem-sdk chromium demo test lint typecheck pytest bench integration clean
 
 install: $(STAMP)
 
@@ -35,6 +35,19 @@ mnem-sdk: $(STAMP)
 	    fi; \
 	fi
 
+# The status page's browser tests drive Debian's headless Chromium (never a downloaded one).
+# Missing, it is installed where apt-get can (root); elsewhere this stops with what to run.
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
+	    if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	        echo "installing Debian's chromium and chromium-driver for the browser tests" >&2; \
+	        apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	    else \
+	        echo "!!! the browser tests need chromium and chromium-driver: sudo apt-get install chromium chromium-driver" >&2; \
+	        exit 1; \
+	    fi; \
+	fi
+
 demo: $(STAMP)
 	$(BIN)/python -m memsync.demo
 
@@ -44,7 +57,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) mnem-sdk
+pytest: $(STAMP) mnem-sdk chromium
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck pytest
