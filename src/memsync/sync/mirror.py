@@ -18,7 +18,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memsync.faults import fault_point
@@ -189,6 +189,7 @@ class Mirror:
             upserts: list[tuple[Any, ...]] = []
             tokens: list[tuple[Any, ...]] = []
             journal: list[tuple[Any, ...]] = []
+            repairs: list[str] = []  # links whose record lost memsync's fields in the store
             for record in fresh:
                 old = existing.get(record.id)
                 if old is None:
@@ -200,6 +201,9 @@ class Mirror:
                     self.result.added += 1
                     continue
                 link_id, fingerprint, version = old
+                if record.detached and version and not self.provider.version_detached(version):
+                    record = self._carry_over(conn, record)
+                    repairs.append(link_id)
                 if version is not None and record.version == version:
                     # The provider's own token says unchanged: no need to fingerprint (the
                     # common case of a quiet cycle), and no churn on a fingerprint quirk.
@@ -224,6 +228,7 @@ class Mirror:
                     tokens,
                 )
             conn.executemany(INSERT_JOURNAL, journal)
+            self._queue_repairs(conn, repairs)
             if skipped:
                 conn.executemany(
                     "INSERT OR REPLACE INTO skipped VALUES (?, ?, ?, ?, ?)",
@@ -231,6 +236,51 @@ class Mirror:
                 )
         self.result.skipped.extend(skipped)
         self.result.listed += len(fresh)
+
+    def _carry_over(self, conn: sqlite3.Connection, record: Record) -> Record:
+        """A detached record (see Record.detached) with what its store could not keep taken
+        from the version staged for it: the text and the store's own provenance are the
+        agent's change; metadata, dates, origin and the rest of the provenance are not."""
+        row = conn.execute(
+            "SELECT metadata, created_at, expiration_date, origin, provenance FROM records "
+            "WHERE provider = ? AND provider_id = ?",
+            (self.provider.name, record.id),
+        ).fetchone()
+        native = self.provider.native_provenance
+        kept = {k: v for k, v in json.loads(row[4] or "{}").items() if k not in native}
+        return replace(
+            record,
+            metadata=json.loads(row[0] or "{}"),
+            created_at=row[1],
+            expiration_date=row[2],
+            origin=row[3] or record.origin,
+            provenance={**kept, **record.provenance},
+            detached=False,
+        )
+
+    def _queue_repairs(self, conn: sqlite3.Connection, links: list[str]) -> None:
+        """Write carried-over records back into their own store, so it holds memsync's fields
+        again (a plain update from the staged record, replayed in this run)."""
+        name, now = self.provider.name, utc_now_iso()
+        conn.executemany(
+            "INSERT INTO outbox (run_id, link_id, provider, kind, provider_id, payload, state, "
+            "attempts, created_at, updated_at) "
+            "SELECT ?, ?, ?, 'update', provider_id, ?, 'pending', 0, ?, ? FROM records "
+            "WHERE provider = ? AND link_id = ?",
+            [
+                (
+                    self.run_id,
+                    link,
+                    name,
+                    json.dumps({"source": name, "source_link": link}),
+                    now,
+                    now,
+                    name,
+                    link,
+                )
+                for link in links
+            ],
+        )
 
     def _first_sightings(self, conn: sqlite3.Connection, records: list[Record]) -> list[Record]:
         """Drop records this listing already returned (offset paging can repeat items)."""
