@@ -35,8 +35,10 @@ Agent rewrites: an agent that edits a memory through mnem's own API (``mnem.agen
 that node did carry the note, the text and mnem's native provenance fields are the agent's
 change, and the user's metadata, ``created_at``, ``expiration_date`` and origin are carried
 over from the staged version (nothing is lost, the edit flows on as a text change); the mirror
-then queues a write back into mnem that restores the note. A node memsync never saw with a note
-(a native memory) is read as it is; a note that lists no metadata is a real removal.
+then queues a write back into mnem that restores the note (unless mnem is ``pull`` only or the
+run is a dry run: then the next listing that returns the node tries again). A node memsync
+never saw with a note (a native memory) is read as it is; a note that lists no metadata is a
+real removal.
 
 Expiry (mnem has none): a memory's ``expiration_date`` lives in the note. Once it has passed,
 memsync forgets the node with a tombstone commit ("memsync: forgot N expired ...") so agents

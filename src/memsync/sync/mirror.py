@@ -10,6 +10,14 @@ Hidden is not deleted: when a listing may hide expired memories (``hides_expired
 that cannot be asked to show them), a missing one is read by id before any delete is inferred;
 when memsync itself takes expired memories out of a store without expiry
 (``tombstones_expired``: mnem), a missing one whose staged date has passed is kept.
+
+A record read ``detached`` (an agent rewrote it through a store's own API and the fields memsync
+keeps beside the text there are gone, see ``Record.detached``) whose staged version still had
+them is the agent's text change only: metadata, dates, origin and non-native provenance are
+carried over from the staged row. It stays staged under that older version token until the
+queued write back into its store (an update, replayed in this run) lands, so a dry run, a crash
+or a second rewrite in between loses nothing: the next listing that returns it carries over
+again.
 """
 
 from __future__ import annotations
@@ -140,8 +148,12 @@ class Mirror:
         run_id: int,
         limits: DeleteLimits,
         stop: threading.Event | None = None,
+        write_back: bool = True,
     ) -> None:
         self.stop = stop
+        # May a carried-over record be written back into this provider (see _queue_repairs)?
+        # Not when memsync only reads it (direction "pull") or in a dry run.
+        self.write_back = write_back
         self.store = store
         self.provider = provider
         self.run_id = run_id
@@ -201,19 +213,28 @@ class Mirror:
                     self.result.added += 1
                     continue
                 link_id, fingerprint, version = old
-                if record.detached and version and not self.provider.version_detached(version):
-                    record = self._carry_over(conn, record)
-                    repairs.append(link_id)
-                if version is not None and record.version == version:
+                carried = (
+                    record.detached
+                    and bool(version)
+                    and not self.provider.version_detached(version)
+                )
+                if carried:
+                    # Staged with the version that had memsync's fields until the write back
+                    # lands: a later listing (or rewrite) still finds them to carry over.
+                    record = self._carry_over(conn, record, version)
+                    if self.write_back:
+                        repairs.append(link_id)
+                elif version is not None and record.version == version:
                     # The provider's own token says unchanged: no need to fingerprint (the
                     # common case of a quiet cycle), and no churn on a fingerprint quirk.
                     continue
                 if record.fingerprint == fingerprint:
                     # No edit (a new token, or a spelling variant of the same text): keep the
                     # provider's exact bytes and token, journal nothing, write nowhere.
-                    tokens.append(
-                        (record.version, record.updated_at, record.content, name, record.id)
-                    )
+                    if not carried:
+                        tokens.append(
+                            (record.version, record.updated_at, record.content, name, record.id)
+                        )
                     continue
                 upserts.append(record_row(name, link_id, record, self.run_id))
                 journal.append(
@@ -237,7 +258,7 @@ class Mirror:
         self.result.skipped.extend(skipped)
         self.result.listed += len(fresh)
 
-    def _carry_over(self, conn: sqlite3.Connection, record: Record) -> Record:
+    def _carry_over(self, conn: sqlite3.Connection, record: Record, version: str | None) -> Record:
         """A detached record (see Record.detached) with what its store could not keep taken
         from the version staged for it: the text and the store's own provenance are the
         agent's change; metadata, dates, origin and the rest of the provenance are not."""
@@ -255,6 +276,7 @@ class Mirror:
             expiration_date=row[2],
             origin=row[3] or record.origin,
             provenance={**kept, **record.provenance},
+            version=version,
             detached=False,
         )
 
