@@ -215,3 +215,129 @@ def test_make_demo_shows_mem0_to_mnem(mnem: ModuleType, tmp_path: Path) -> None:
     assert "new [mnem] (active): reachable" in demo.stdout
     assert demo.stdout.count("reconciled: both hold the same memories") == 2
     assert "Speaks Portuguese and English" in demo.stdout  # written by the mnem agent
+
+
+CREATED = "2024-03-01T10:00:00.123456-08:00"
+
+
+def backup_items(directory: Path) -> dict[str, dict[str, Any]]:
+    """The PMM backup's memories by text (the first line of each file is its header)."""
+    found: dict[str, dict[str, Any]] = {}
+    for path in directory.glob("*.pmm.jsonl"):
+        for line in path.read_text().splitlines()[1:]:
+            if line.strip():
+                item = json.loads(line)
+                found[item["content"]] = item
+    return found
+
+
+@pytest.fixture
+def synced_cat(home: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Mem0 → mnem (active) → a PMM backup, holding one memory with metadata and a date."""
+    write_config(
+        home,
+        '[sync]\nactive = "agent"\nconflict = "newest"\n'
+        + mem0_table("old", home / "stores")
+        + f'\n[providers.agent]\ntype = "mnem"\npath = "{home / "agent"}"\n'
+        + f'\n[providers.backup]\ntype = "pmm-dir"\npath = "{home / "pmm"}"\n'
+        + 'direction = "push"\n',
+    )
+    mnem.init(home / "agent")
+    gc.collect()
+    with App(home, "old") as memory:
+        memory.vector_store.insert(
+            vectors=[[1.0] + [0.0] * (DIMS - 1)],
+            payloads=[
+                mem0_payload(
+                    "Has a cat called Miso", user_id="alice", topic="life", created_at=CREATED
+                )
+            ],
+            ids=[str(uuid.uuid4())],
+        )
+    code, out = memsync(home, monkeypatch, "sync", "--json")
+    assert code == 0 and json.loads(out)["replayed"]["create"] == 2, out
+    return home
+
+
+def test_an_agent_rewrite_in_mnem_keeps_the_metadata_and_date_everywhere(
+    synced_cat: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = synced_cat
+    with Agent(mnem, home / "agent") as agent:
+        node_id = node_ids_by_text(agent.store)["Has a cat called Miso"]
+        mnem.agents.remember(
+            agent.store, node_id, "Has two cats, Miso and Tofu", source="new-agent"
+        )
+    code, out = memsync(home, monkeypatch, "sync", "--json")
+    assert code == 0, out
+
+    in_mem0 = mem0_items(home, "old")
+    assert list(in_mem0) == ["Has two cats, Miso and Tofu"]
+    cats = in_mem0["Has two cats, Miso and Tofu"]
+    assert {k: v for k, v in cats["metadata"].items() if not k.startswith("memsync_")} == {
+        "topic": "life"
+    }  # memsync's own markers (origin, provenance) aside
+    assert cats["created_at"] == CREATED
+    backup = backup_items(home / "pmm")
+    assert list(backup) == ["Has two cats, Miso and Tofu"]
+    kept = backup["Has two cats, Miso and Tofu"]
+    assert {k: v for k, v in kept["metadata"].items() if k != "memsync"} == {"topic": "life"}
+    assert kept["metadata"]["memsync"]["created_at"] == CREATED
+    with Agent(mnem, home / "agent") as agent:
+        node = agent.store.working_memory()[node_id]
+        note = json.loads(node.provenance.note)  # memsync wrote its note back
+        assert (node.content, node.provenance.source) == (
+            "Has two cats, Miso and Tofu",
+            "new-agent",
+        )
+        assert note["metadata"] == {"topic": "life"} and note["created_at"] == CREATED
+
+    code, out = memsync(home, monkeypatch, "sync", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["actions_total"] == 0, out  # quiet: the note-restore echoes nowhere
+    assert sum(report["replayed"].values()) == 0, out
+
+
+def test_a_native_mnem_memory_rewritten_by_an_agent_gets_no_memsync_note(
+    synced_cat: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = synced_cat
+    with Agent(mnem, home / "agent") as agent:
+        mnem.agents.remember(agent.store, "plan", "on the Team plan", source="ticket")
+    code, out = memsync(home, monkeypatch, "sync", "--json")
+    assert code == 0, out
+    with Agent(mnem, home / "agent") as agent:
+        mnem.agents.remember(agent.store, "plan", "on the Enterprise plan", source="ticket")
+    code, out = memsync(home, monkeypatch, "sync", "--json")
+    assert code == 0, out
+    with Agent(mnem, home / "agent") as agent:
+        node = agent.store.working_memory()["plan"]
+        assert (node.content, node.provenance.note) == ("on the Enterprise plan", None)
+    assert "on the Enterprise plan" in mem0_items(home, "old")
+
+
+def test_a_rewrite_seen_first_by_a_dry_run_still_keeps_the_metadata_and_gets_its_note_back(
+    synced_cat: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dry run stages the rewrite but writes nothing; the metadata is not lost on the
+    next sync, and the next full listing writes the note back into mnem."""
+    home = synced_cat
+    with Agent(mnem, home / "agent") as agent:
+        node_id = node_ids_by_text(agent.store)["Has a cat called Miso"]
+        mnem.agents.remember(agent.store, node_id, "Has two cats, Miso and Tofu")
+    code, out = memsync(home, monkeypatch, "sync", "--dry-run", "--json")
+    assert code == 0, out
+    with Agent(mnem, home / "agent") as agent:
+        mnem.agents.remember(agent.store, node_id, "Has three cats", source="another-agent")
+    code, out = memsync(home, monkeypatch, "sync", "--json")
+    assert code == 0, out
+    cats = mem0_items(home, "old")["Has three cats"]
+    assert cats["metadata"]["topic"] == "life" and cats["created_at"] == CREATED
+    code, out = memsync(home, monkeypatch, "sync", "--full", "--json")
+    assert code == 0, out
+    with Agent(mnem, home / "agent") as agent:
+        node = agent.store.working_memory()[node_id]
+        assert node.content == "Has three cats"
+        assert json.loads(node.provenance.note)["metadata"] == {"topic": "life"}
+    code, out = memsync(home, monkeypatch, "sync", "--full", "--json")
+    assert code == 0 and json.loads(out)["actions_total"] == 0, out

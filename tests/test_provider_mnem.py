@@ -303,6 +303,24 @@ def test_metadata_provenance_and_created_at_survive_in_one_documented_place(
     assert record.created_at == "2024-03-05T10:11:12.345678+02:00"  # verbatim, offset and all
 
 
+def test_an_agents_rewrite_reads_detached_and_a_note_without_metadata_does_not(
+    opened: MnemProvider, sdk: ModuleType
+) -> None:
+    """What the mirror carries over from: a node that lost memsync's note says so (``detached``,
+    a bare version token); a note that lists no metadata is memsync's word: a real removal."""
+    opened.create(mem0_item("m1", "has a cat", topic="life"))
+    opened.create(mem0_item("m2", "has a dog"))
+    by_id = {r.id: r for r in list_all(opened)[0]}
+    written, plain = by_id["mem0:m1"], by_id["mem0:m2"]
+    assert not written.detached and not opened.version_detached(written.version)
+    assert plain.metadata == {} and not plain.detached
+    sdk.agents.remember(opened.store, "mem0:m1", "has two cats", source="new-agent")
+    rewritten = next(r for r in list_all(opened)[0] if r.id == "mem0:m1")
+    assert rewritten.detached and opened.version_detached(rewritten.version)
+    assert (rewritten.content, rewritten.metadata) == ("has two cats", {})
+    assert rewritten.provenance == {"source": "new-agent"}
+
+
 def test_json_content_from_a_native_agent_is_carried_as_canonical_json_and_restored(
     opened: MnemProvider, sdk: ModuleType
 ) -> None:

@@ -129,6 +129,10 @@ class Record:
     provenance: dict[str, Any] = field(default_factory=dict)
     origin: str | None = None
     expiration_date: str | None = None  # Mem0's field, verbatim; travels like the text does
+    # True when this version lost what memsync keeps beside the text in a store that has no
+    # room for it (metadata, created_at, expiration_date, origin): an agent rewrote the memory
+    # through the store's own API. The mirror carries those over from the version it staged.
+    detached: bool = False
     _hashes: tuple[str, str, str] | None = field(
         default=None, init=False, repr=False, compare=False
     )

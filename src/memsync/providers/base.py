@@ -169,6 +169,14 @@ class Provider(ABC):
         """The scope as a PMM header object."""
         return {"scope_key": self.scope_key()}
 
+    # Provenance keys the store holds in fields of its own: an agent's rewrite owns them, so
+    # they are not carried over from the staged version of a detached record.
+    native_provenance: frozenset[str] = frozenset()
+
+    def version_detached(self, version: str | None) -> bool:
+        """Whether a version token is of a record read with ``detached`` set (see Record)."""
+        return False
+
     def origin_of(self, record: Record) -> str:
         """The logical memory a record belongs to: its marker, or this provider's own key."""
         return record.origin or f"{self.family}:{record.id}"

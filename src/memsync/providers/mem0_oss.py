@@ -753,7 +753,11 @@ class Mem0OssProvider(Provider):
         point = self._point(memory, provider_id)
         if point is None:
             raise NotFound(f"{self.name}: no memory {provider_id} in scope {self._scope_text()}")
-        metadata = metadata_for_mem0(item)
+        # What the memory already holds in Mem0's own fields (kept by update) is not stored
+        # again in memsync_provenance.
+        held = point.payload or {}
+        native = {k: held.get(k) for k in ("role", "actor_id", "user_id", "agent_id", "run_id")}
+        metadata = metadata_for_mem0(item, native=native)
         stale = (set(point.payload or {}) - MEM0_OWN_KEYS) - set(metadata)
         with self._translate("update a memory"):
             memory.update(

@@ -29,6 +29,17 @@ How a memsync memory is a mnem node (the single place this mapping is defined):
   own node object id does (content, kind, provenance or event_time).
 - **updated_at** is not known per node (it would take a blame per node) and is left empty.
 
+Agent rewrites: an agent that edits a memory through mnem's own API (``mnem.agents.remember``,
+``Store.add``) replaces the whole node, memsync's note with it. Such a node is read with
+``Record.detached`` set and a ``bare-`` version token. When the version the mirror staged for
+that node did carry the note, the text and mnem's native provenance fields are the agent's
+change, and the user's metadata, ``created_at``, ``expiration_date`` and origin are carried
+over from the staged version (nothing is lost, the edit flows on as a text change); the mirror
+then queues a write back into mnem that restores the note (unless mnem is ``pull`` only or the
+run is a dry run: then the next listing that returns the node tries again). A node memsync
+never saw with a note (a native memory) is read as it is; a note that lists no metadata is a
+real removal.
+
 Expiry (mnem has none): a memory's ``expiration_date`` lives in the note. Once it has passed,
 memsync forgets the node with a tombstone commit ("memsync: forgot N expired ...") so agents
 stop being served it the same day, while mnem's history keeps it. That happens when memsync
@@ -250,15 +261,21 @@ def _node_identity(
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 
+BARE_VERSION = "bare-"  # version prefix of a node without memsync's note
+
+
 def node_version(node: Any) -> str:
-    """The version token of a node: sha256 of its canonical JSON (changes with its object id)."""
-    return _node_identity(
+    """The version token of a node: sha256 of its canonical JSON (changes with its object id),
+    prefixed ``bare-`` when the node holds no memsync note, so the mirror can tell later
+    whether the version it staged carried memsync's fields (see "Agent rewrites")."""
+    identity = _node_identity(
         node.id,
         node.content,
         node.content_kind,
         _provenance_fields(node.provenance),
         node.event_time,
     )
+    return identity if memsync_note(node) is not None else BARE_VERSION + identity
 
 
 def node_spec(item: Outgoing, node_id: str | None = None) -> NodeSpec:
@@ -366,6 +383,7 @@ def record_from_node(node: Any, scope_key: str) -> Record | Skipped:
         provenance=provenance,
         origin=origin_for(node.id, note.get("origin") if note else None),
         expiration_date=_str_or_none(note.get("expiration_date")) if note else None,
+        detached=note is None,
     )
 
 
@@ -450,6 +468,11 @@ class MnemProvider(Provider):
     capabilities = Capabilities(
         incremental=True, client_ids=True, batch_writes=True, timestamps=True
     )
+
+    native_provenance = frozenset({*NATIVE_FIELDS, "note", CONTENT_JSON_KEY, CONTENT_KIND_KEY})
+
+    def version_detached(self, version: str | None) -> bool:
+        return version is not None and version.startswith(BARE_VERSION)
 
     def __init__(
         self,

@@ -334,7 +334,9 @@ class Engine:
             if not self._incremental_allowed(provider, cursor, full_scan_at, options):
                 cursor = None
             listing = self._use(provider).listing(cursor)
-            result = Mirror(self.store, provider, run_id, limits, options.stop).run(listing)
+            write_back = not options.dry_run and self.topology.is_receiver(provider.name)
+            mirror = Mirror(self.store, provider, run_id, limits, options.stop, write_back)
+            result = mirror.run(listing)
             result.reset = reset
             outcome.mirror = result
             if result.refused:

@@ -10,6 +10,14 @@ Hidden is not deleted: when a listing may hide expired memories (``hides_expired
 that cannot be asked to show them), a missing one is read by id before any delete is inferred;
 when memsync itself takes expired memories out of a store without expiry
 (``tombstones_expired``: mnem), a missing one whose staged date has passed is kept.
+
+A record read ``detached`` (an agent rewrote it through a store's own API and the fields memsync
+keeps beside the text there are gone, see ``Record.detached``) whose staged version still had
+them is the agent's text change only: metadata, dates, origin and non-native provenance are
+carried over from the staged row. It stays staged under that older version token until the
+queued write back into its store (an update, replayed in this run) lands, so a dry run, a crash
+or a second rewrite in between loses nothing: the next listing that returns it carries over
+again.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memsync.faults import fault_point
@@ -140,8 +148,12 @@ class Mirror:
         run_id: int,
         limits: DeleteLimits,
         stop: threading.Event | None = None,
+        write_back: bool = True,
     ) -> None:
         self.stop = stop
+        # May a carried-over record be written back into this provider (see _queue_repairs)?
+        # Not when memsync only reads it (direction "pull") or in a dry run.
+        self.write_back = write_back
         self.store = store
         self.provider = provider
         self.run_id = run_id
@@ -189,6 +201,7 @@ class Mirror:
             upserts: list[tuple[Any, ...]] = []
             tokens: list[tuple[Any, ...]] = []
             journal: list[tuple[Any, ...]] = []
+            repairs: list[str] = []  # links whose record lost memsync's fields in the store
             for record in fresh:
                 old = existing.get(record.id)
                 if old is None:
@@ -200,16 +213,28 @@ class Mirror:
                     self.result.added += 1
                     continue
                 link_id, fingerprint, version = old
-                if version is not None and record.version == version:
+                carried = (
+                    record.detached
+                    and bool(version)
+                    and not self.provider.version_detached(version)
+                )
+                if carried:
+                    # Staged with the version that had memsync's fields until the write back
+                    # lands: a later listing (or rewrite) still finds them to carry over.
+                    record = self._carry_over(conn, record, version)
+                    if self.write_back:
+                        repairs.append(link_id)
+                elif version is not None and record.version == version:
                     # The provider's own token says unchanged: no need to fingerprint (the
                     # common case of a quiet cycle), and no churn on a fingerprint quirk.
                     continue
                 if record.fingerprint == fingerprint:
                     # No edit (a new token, or a spelling variant of the same text): keep the
                     # provider's exact bytes and token, journal nothing, write nowhere.
-                    tokens.append(
-                        (record.version, record.updated_at, record.content, name, record.id)
-                    )
+                    if not carried:
+                        tokens.append(
+                            (record.version, record.updated_at, record.content, name, record.id)
+                        )
                     continue
                 upserts.append(record_row(name, link_id, record, self.run_id))
                 journal.append(
@@ -224,6 +249,7 @@ class Mirror:
                     tokens,
                 )
             conn.executemany(INSERT_JOURNAL, journal)
+            self._queue_repairs(conn, repairs)
             if skipped:
                 conn.executemany(
                     "INSERT OR REPLACE INTO skipped VALUES (?, ?, ?, ?, ?)",
@@ -231,6 +257,52 @@ class Mirror:
                 )
         self.result.skipped.extend(skipped)
         self.result.listed += len(fresh)
+
+    def _carry_over(self, conn: sqlite3.Connection, record: Record, version: str | None) -> Record:
+        """A detached record (see Record.detached) with what its store could not keep taken
+        from the version staged for it: the text and the store's own provenance are the
+        agent's change; metadata, dates, origin and the rest of the provenance are not."""
+        row = conn.execute(
+            "SELECT metadata, created_at, expiration_date, origin, provenance FROM records "
+            "WHERE provider = ? AND provider_id = ?",
+            (self.provider.name, record.id),
+        ).fetchone()
+        native = self.provider.native_provenance
+        kept = {k: v for k, v in json.loads(row[4] or "{}").items() if k not in native}
+        return replace(
+            record,
+            metadata=json.loads(row[0] or "{}"),
+            created_at=row[1],
+            expiration_date=row[2],
+            origin=row[3] or record.origin,
+            provenance={**kept, **record.provenance},
+            version=version,
+            detached=False,
+        )
+
+    def _queue_repairs(self, conn: sqlite3.Connection, links: list[str]) -> None:
+        """Write carried-over records back into their own store, so it holds memsync's fields
+        again (a plain update from the staged record, replayed in this run)."""
+        name, now = self.provider.name, utc_now_iso()
+        conn.executemany(
+            "INSERT INTO outbox (run_id, link_id, provider, kind, provider_id, payload, state, "
+            "attempts, created_at, updated_at) "
+            "SELECT ?, ?, ?, 'update', provider_id, ?, 'pending', 0, ?, ? FROM records "
+            "WHERE provider = ? AND link_id = ?",
+            [
+                (
+                    self.run_id,
+                    link,
+                    name,
+                    json.dumps({"source": name, "source_link": link}),
+                    now,
+                    now,
+                    name,
+                    link,
+                )
+                for link in links
+            ],
+        )
 
     def _first_sightings(self, conn: sqlite3.Connection, records: list[Record]) -> list[Record]:
         """Drop records this listing already returned (offset paging can repeat items)."""
