@@ -65,6 +65,38 @@ def test_a_store_that_strips_text_is_never_rewritten_nor_seen_changed(tmp_path: 
     assert world.providers["a"].writes == 0
 
 
+def test_a_store_that_turns_crlf_into_lf_is_never_rewritten_nor_seen_changed(
+    tmp_path: Path,
+) -> None:
+    # Real Cognee reads uploads as text files: "a\r\nb" comes back as "a\nb". It declares
+    # text_on_write="lf"; line endings are normalised inside the hashes, so the copy is the
+    # same memory and is written once, never again every cycle.
+    from tests.doubles.cognee_app import CogneeDouble
+    from tests.test_provider_cognee import provider_on
+
+    world = World(tmp_path, {"a": "both", "b": "both"}, active="a")
+    double = CogneeDouble()
+    cognee = provider_on(double)
+    cognee.name = "b"
+    world.providers["b"] = cognee
+    world.providers["a"].app_add("windows\r\nline endings\r\n")
+    world.sync()
+    ((held, _),) = [(r.content, r) for r in _listed(cognee)]
+    assert held == "windows\nline endings\n"
+    assert world.contents("a") == ["windows\r\nline endings\r\n"]  # the source keeps its bytes
+    uploads = len(double.faults.requests(method="POST"))
+    for _ in range(2):
+        report = world.sync()
+        assert report.planned_total == 0
+        assert all(o.mirror and o.mirror.changed == 0 for o in report.providers.values())
+    assert len(double.faults.requests(method="POST")) == uploads
+
+
+def _listed(provider: object) -> list[object]:
+    listing = provider.listing()  # type: ignore[attr-defined]
+    return [record for page in listing.pages() for record in page.records]
+
+
 def test_whitespace_only_edits_are_not_edits(tmp_path: Path) -> None:
     world = World(tmp_path, {"a": "both", "b": "both"}, active="a")
     record_id = world.providers["a"].app_add("same words")

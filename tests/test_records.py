@@ -47,3 +47,11 @@ def test_memsync_keys_are_not_user_metadata() -> None:
         id="1", content="x", metadata={"memsync_origin": "mem0:1", "memsync": {}, "k": 1}
     )
     assert record.metadata == {"k": 1}
+
+
+def test_line_endings_are_a_spelling_inside_the_hashes_only() -> None:
+    from memsync.records import Record, content_hash, fingerprint
+
+    assert content_hash("a\r\nb\r") == content_hash("a\nb\n") == content_hash("a\rb")
+    assert fingerprint("a\r\nb", {"k": 1}) == fingerprint("a\nb", {"k": 1})
+    assert Record(id="x", content="a\r\nb").content == "a\r\nb"  # the text itself is kept

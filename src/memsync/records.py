@@ -28,8 +28,13 @@ ORIGIN_KEY = "memsync_origin"
 
 
 def normalise_text(text: str) -> str:
-    """Unicode NFC with surrounding whitespace stripped: the form every hash is taken over."""
-    return unicodedata.normalize("NFC", text).strip()
+    """The form every hash is taken over: Unicode NFC, line endings as LF, surrounding
+    whitespace stripped. Spelling variants a store may introduce (Cognee turns CRLF into LF)
+    never look like edits; the text itself is always carried as it was given."""
+    text = unicodedata.normalize("NFC", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.strip()
 
 
 def is_blank(text: str) -> bool:

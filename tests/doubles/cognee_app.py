@@ -269,8 +269,13 @@ class CogneeDouble:
             if dataset_id not in self.datasets:
                 return _error(403, "No dataset found with the given id and write permission.")
             name = self.datasets[str(dataset_id)].name
+        # Cognee reads an upload as a text file (universal newlines): CRLF and CR become LF.
         contents: list[tuple[bytes, str | None]] = [
-            (upload.content, upload.filename.rsplit(".", 1)[0] or None) for upload in uploads
+            (
+                upload.content.replace(b"\r\n", b"\n").replace(b"\r", b"\n"),
+                upload.filename.rsplit(".", 1)[0] or None,
+            )
+            for upload in uploads
         ]
         contents.extend((text.encode("utf-8"), None) for text in raw)
         if not contents:

@@ -41,14 +41,19 @@ class Capabilities:
     multi_scope: bool = False  # holds several scope_keys at once (pmm-dir)
     metadata_values: Literal["json", "strings"] = "json"  # what metadata values survive natively
     # What the store does to text on write: "exact" keeps every byte; "strip" drops
-    # surrounding whitespace. Either way the fingerprint is unchanged (it is taken over the
-    # stripped NFC text), so an altering store never looks edited and is never rewritten.
-    text_on_write: Literal["exact", "strip"] = "exact"
+    # surrounding whitespace; "lf" turns CRLF and CR line endings into LF. Either way the
+    # fingerprint is unchanged (it is taken over the normalised text, records.normalise_text),
+    # so an altering store never looks edited and is never rewritten.
+    text_on_write: Literal["exact", "strip", "lf"] = "exact"
 
 
 def stored_text(capabilities: Capabilities, text: str) -> str:
     """The text a provider holds after memsync writes ``text`` to it (its declared alteration)."""
-    return text.strip() if capabilities.text_on_write == "strip" else text
+    if capabilities.text_on_write == "strip":
+        return text.strip()
+    if capabilities.text_on_write == "lf":
+        return text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
 
 
 @dataclass

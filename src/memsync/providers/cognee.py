@@ -37,6 +37,7 @@ from memsync.providers.base import (
     WriteOp,
     WriteResult,
     require_content,
+    stored_text,
 )
 from memsync.providers.concurrent import PagesAhead, lane_of, read_concurrently
 from memsync.providers.http import (
@@ -150,6 +151,7 @@ class CogneeProvider(HttpProvider):
         timestamps=True,
         multi_scope=False,
         metadata_values="json",
+        text_on_write="lf",  # uploads are read as text files: CRLF and CR come back as LF
     )
 
     def __init__(
@@ -440,10 +442,11 @@ class CogneeProvider(HttpProvider):
         return data_id, status != "PipelineRunAlreadyCompleted"
 
     def _as_written(self, data_id: str, item: Outgoing) -> Record:
-        """The record just written, without paging the dataset to find its row again."""
+        """The record just written, without paging the dataset to find its row again (its text
+        as Cognee holds it: line endings as LF)."""
         return Record(
             id=data_id,
-            content=item.content,
+            content=stored_text(self.capabilities, item.content),
             metadata=dict(item.metadata),
             scope_key=self.dataset,
             created_at=item.created_at,
