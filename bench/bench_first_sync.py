@@ -37,7 +37,7 @@ def mem0_config(root: Path) -> dict[str, Any]:
 
 
 def provider(name: str, root: Path) -> Any:
-    from memsync.providers.mem0_oss import Mem0OssProvider
+    from memsync.providers.mem0.oss import Mem0OssProvider
 
     return Mem0OssProvider(
         name, {"user_id": "alice"}, mem0_config=mem0_config(root), embedder="hash"

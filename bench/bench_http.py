@@ -37,8 +37,8 @@ from memsync.config import parse_config
 from memsync.providers.base import Provider
 from memsync.providers.hindsight import HindsightProvider
 from memsync.providers.http import RetryPolicy
-from memsync.providers.mem0_platform import MAX_PAGE_SIZE, Mem0PlatformProvider
-from memsync.providers.mem0_server import Mem0ServerProvider
+from memsync.providers.mem0.platform import MAX_PAGE_SIZE, Mem0PlatformProvider
+from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.secrets import Secret
 from memsync.staging import StagingStore
 from memsync.sync.engine import Engine, SyncOptions
@@ -302,7 +302,7 @@ def mem0_oss_remote_embedder() -> None:
     """A first sync into mem0-oss whose embedder costs 50 ms a call: concurrency 8 against 1."""
     from tests.doubles.mem0_server_app import offline_memory
 
-    from memsync.providers.mem0_oss import Mem0OssProvider
+    from memsync.providers.mem0.oss import Mem0OssProvider
 
     n = N_BEFORE
     seconds: dict[int, float] = {}

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memsync.providers.mem0_oss import Mem0OssProvider
+from memsync.providers.mem0.oss import Mem0OssProvider
 
 N = 10_000
 NOISE = 1_000  # other users' memories in the same collection

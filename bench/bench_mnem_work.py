@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.dou
 from tests.doubles import mnem_double as mnem
 
 from memsync.providers.base import Listing, WriteOp
-from memsync.providers.mnem import MnemProvider
+from memsync.providers.mnem.provider import MnemProvider
 from memsync.records import Outgoing
 
 N = 10_000

@@ -47,7 +47,7 @@ def child(scopes: int, per_scope: int, target: str) -> None:
     from memsync.config import parse_config
     from memsync.providers.discovery import Discovery
     from memsync.providers.memory import MemoryProvider, MemoryStore
-    from memsync.providers.mnem import build as build_mnem
+    from memsync.providers.mnem.provider import build as build_mnem
     from memsync.records import Record
     from memsync.scopes import Scope
     from memsync.staging import StagingStore

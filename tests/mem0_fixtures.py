@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memsync.providers.mem0_oss import Mem0OssProvider
+from memsync.providers.mem0.oss import Mem0OssProvider
 
 DIMS = 32
 COLLECTION = "memsync_test"

@@ -20,9 +20,9 @@ import pytest
 
 import memsync.records
 from memsync.providers.base import Provider
-from memsync.providers.mem0_platform import Mem0PlatformProvider
-from memsync.providers.mem0_server import Mem0ServerProvider
-from memsync.providers.mnem import MnemProvider
+from memsync.providers.mem0.platform import Mem0PlatformProvider
+from memsync.providers.mem0.server import Mem0ServerProvider
+from memsync.providers.mnem.provider import MnemProvider
 from memsync.providers.pmm_dir import PmmDirProvider
 from memsync.secrets import Secret
 from memsync.staging import StagingStore

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from memsync.providers.http import RetryPolicy
-from memsync.providers.mem0_oss import Mem0OssProvider
-from memsync.providers.mem0_platform import Mem0PlatformProvider
+from memsync.providers.mem0.oss import Mem0OssProvider
+from memsync.providers.mem0.platform import Mem0PlatformProvider
 from memsync.providers.memory import MemoryProvider
 from memsync.secrets import Secret
 from memsync.staging import StagingStore
@@ -283,7 +283,7 @@ class Mem0OssRemote(Remote):
 
 
 def _mem0_server(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Remote:
-    from memsync.providers.mem0_server import Mem0ServerProvider
+    from memsync.providers.mem0.server import Mem0ServerProvider
     from tests.doubles.mem0_server_app import Mem0ServerDouble
 
     def make(double: Any) -> Any:

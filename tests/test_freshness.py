@@ -16,7 +16,7 @@ import pytest
 
 import memsync.sync.engine as engine_module
 from memsync.providers.memory import MemoryProvider, MemoryStore
-from memsync.providers.mnem import MnemProvider
+from memsync.providers.mnem.provider import MnemProvider
 from memsync.staging import StagingStore
 from memsync.sync.engine import CycleReport, Engine, SyncOptions
 from tests.engine_helpers import config_for

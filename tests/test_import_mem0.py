@@ -19,8 +19,8 @@ import pytest
 import memsync
 from memsync.errors import ProviderError, TransientProviderError
 from memsync.migrate import MigrationReport, import_mem0, migrate
-from memsync.providers.mem0_oss import Mem0OssProvider
-from memsync.providers.mnem import MnemProvider, StagedChangesPresent
+from memsync.providers.mem0.oss import Mem0OssProvider
+from memsync.providers.mnem.provider import MnemProvider, StagedChangesPresent
 from memsync.records import parse_instant
 from tests.contract import list_all
 from tests.doubles import mnem_double

@@ -8,8 +8,8 @@ import time
 from typing import Any
 
 from memsync.providers.base import WriteOp
-from memsync.providers.hash_embedder import HashEmbedder
-from memsync.providers.mem0_oss import Mem0OssProvider
+from memsync.providers.mem0.hash_embedder import HashEmbedder
+from memsync.providers.mem0.oss import Mem0OssProvider
 from memsync.records import Outgoing
 from tests.contract import list_all
 from tests.doubles.mem0_server_app import DIMS, offline_memory

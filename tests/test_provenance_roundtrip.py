@@ -15,7 +15,7 @@ import pytest
 
 from memsync.migrate import migrate
 from memsync.providers.base import Provider
-from memsync.providers.mnem import MnemProvider
+from memsync.providers.mnem.provider import MnemProvider
 from memsync.records import Record, parse_instant
 from tests.test_expiry import SIDES, LibrarySide, Mem0Side, PlatformSide
 

@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 from memsync.config import parse_config
 from memsync.errors import ConfigError, NotFound, ProviderBusy, ProviderError
-from memsync.providers import mem0_oss
 from memsync.providers.base import Provider, WriteOp
-from memsync.providers.mem0_oss import (
+from memsync.providers.mem0 import oss as mem0_oss
+from memsync.providers.mem0.oss import (
     Mem0Listing,
     Mem0OssProvider,
     build,
@@ -33,7 +33,7 @@ from memsync.providers.mem0_oss import (
     offline_config,
     prepare_mem0_environment,
 )
-from memsync.providers.mem0_paging import fetch_all, start_for
+from memsync.providers.mem0.paging import fetch_all, start_for
 from memsync.records import Outgoing, parse_instant
 from memsync.secrets import Secret
 from tests.contract import ProviderContract, item, list_all

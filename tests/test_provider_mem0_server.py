@@ -27,7 +27,7 @@ from memsync.errors import (
 from memsync.providers import build_provider
 from memsync.providers.base import Provider, WriteOp
 from memsync.providers.http import RetryPolicy
-from memsync.providers.mem0_server import Mem0ServerProvider
+from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.records import Outgoing
 from memsync.secrets import Secret
 from tests.contract import ProviderContract, item, list_all

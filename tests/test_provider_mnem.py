@@ -25,7 +25,7 @@ from memsync.config import parse_config
 from memsync.errors import NotFound, ProviderBusy, ProviderError, ProviderUnavailable
 from memsync.providers import build_provider
 from memsync.providers.base import Provider, WriteOp
-from memsync.providers.mnem import (
+from memsync.providers.mnem.provider import (
     CONTENT_JSON_KEY,
     MnemProvider,
     NodeIdCollision,

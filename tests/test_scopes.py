@@ -239,7 +239,7 @@ def test_one_scope_commands_refuse_a_wildcard_provider_with_one_line(team: Path,
 def test_one_mnem_store_is_open_at_a_time_and_none_after_the_cycle(
     home: Path, cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memsync.providers.mnem_on_demand import OnDemandMnemProvider
+    from memsync.providers.mnem.on_demand import OnDemandMnemProvider
 
     configure(home)
     with Mem0App(home) as memory:

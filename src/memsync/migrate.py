@@ -11,9 +11,9 @@ into a mnem store, with ADR-0024's semantics exactly:
   goes on; nothing empty is ever written;
 - an expired memory (Mem0 hides it) is imported with its ``expiration_date``: mnem, which has
   no expiry, gets it in a commit and then forgets it in a tombstone commit, so its history
-  keeps it (see ``providers/mnem.py``); a Mem0 target gets the date natively;
+  keeps it (see ``providers/mnem/``); a Mem0 target gets the date natively;
 - node ids are ``mem0:{memory_id}``; provenance maps as every adapter's does (actor_id, else
-  role, as source; created_at kept; the rest kept, see ``providers/mnem.py``);
+  role, as source; created_at kept; the rest kept, see ``providers/mnem/``);
 - errors are memsync's typed errors; a per-record skip is a result, not an error;
 - it is idempotent: a memory already imported with the same content is counted as already
   present, never written twice; one imported before and changed in Mem0 since is reported
@@ -48,9 +48,9 @@ from memsync.errors import (
     TransientProviderError,
 )
 from memsync.providers.base import Listing, Page, Provider, WriteOp
-from memsync.providers.mem0_common import record_from_mem0, scope_key_of
-from memsync.providers.mem0_paging import fetch_all
-from memsync.providers.mnem import MnemProvider, StagedChangesPresent
+from memsync.providers.mem0.convert import record_from_mem0, scope_key_of
+from memsync.providers.mem0.paging import fetch_all
+from memsync.providers.mnem.provider import MnemProvider, StagedChangesPresent
 from memsync.records import Outgoing, Record, Skipped
 from memsync.sameness import Copies, SameKey, same_key, scope_of, star_scope
 

@@ -46,7 +46,7 @@ os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="memsync-mem0-"))
 from mem0 import Memory
 from qdrant_client import QdrantClient
 
-from memsync.providers.hash_embedder import HashEmbedder
+from memsync.providers.mem0.hash_embedder import HashEmbedder
 
 DIMS = 64
 MAX_TOP_K = 1000  # server/main.py: ALL_MEMORIES_LIMIT

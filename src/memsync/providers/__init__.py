@@ -14,10 +14,10 @@ from memsync.providers.base import Provider
 # a type's heavy dependency (mem0ai, mnem) is only needed when that type is configured.
 FACTORIES: dict[str, str] = {
     "pmm-dir": "memsync.providers.pmm_dir:build",
-    "mem0-oss": "memsync.providers.mem0_oss:build",
-    "mem0-server": "memsync.providers.mem0_server:build",
-    "mem0-platform": "memsync.providers.mem0_platform:build",
-    "mnem": "memsync.providers.mnem:build",
+    "mem0-oss": "memsync.providers.mem0.oss:build",
+    "mem0-server": "memsync.providers.mem0.server:build",
+    "mem0-platform": "memsync.providers.mem0.platform:build",
+    "mnem": "memsync.providers.mnem.provider:build",
     "hindsight": "memsync.providers.hindsight:build",
     "cognee": "memsync.providers.cognee:build",
 }

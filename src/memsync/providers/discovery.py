@@ -22,7 +22,7 @@ import httpx
 
 from memsync.errors import AuthError, ProviderError, TransientProviderError
 from memsync.providers.base import Provider
-from memsync.providers.mem0_paging import fetch_all, start_for
+from memsync.providers.mem0.paging import fetch_all, start_for
 from memsync.scopes import Scope
 
 # The Platform's entity types, as the scope key each one fills.
@@ -110,7 +110,7 @@ def _from_payloads(provider: Any, keys: tuple[str, ...], fixed: Mapping[str, str
 def _from_admin_listing(
     provider: Any, keys: tuple[str, ...], fixed: Mapping[str, str]
 ) -> Discovery:
-    from memsync.providers.mem0_server import MAX_TOP_K
+    from memsync.providers.mem0.server import MAX_TOP_K
 
     wildcard = " and ".join(f'{k} = "*"' for k in keys)
     try:

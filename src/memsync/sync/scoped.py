@@ -266,7 +266,7 @@ class ScopeBinder:
                 return bound
             return self._bind_mem0(name, scoped, base, values)
         if is_template(entry):
-            from memsync.providers.mnem_on_demand import OnDemandMnemProvider
+            from memsync.providers.mnem.on_demand import OnDemandMnemProvider
 
             assert entry.type == "mnem"
             return OnDemandMnemProvider(
@@ -295,11 +295,11 @@ class ScopeBinder:
         self, name: str, scoped: str, base: Provider, values: dict[str, str]
     ) -> Provider:
         from memsync.providers import FACTORIES
-        from memsync.providers.mem0_http import Mem0HttpProvider
+        from memsync.providers.mem0.http import Mem0HttpProvider
 
         entry = self.config.providers[name]
         if entry.type == "mem0-oss" and getattr(base, "memory", None) is not None:
-            from memsync.providers.mem0_oss import Mem0OssProvider
+            from memsync.providers.mem0.oss import Mem0OssProvider
 
             assert isinstance(base, Mem0OssProvider)
             # Shares the Memory opened once for discovery: one store handle for all scopes.

@@ -56,14 +56,14 @@ from memsync.providers.base import (
     WriteResult,
     require_content,
 )
-from memsync.providers.embed_ahead import EmbeddedAhead
-from memsync.providers.mem0_common import (
+from memsync.providers.mem0.convert import (
     MEM0_OWN_KEYS,
     metadata_for_mem0,
     record_from_mem0,
     scope_key_of,
 )
-from memsync.providers.mem0_paging import FetchResult, fetch_all, start_for
+from memsync.providers.mem0.embed_ahead import EmbeddedAhead
+from memsync.providers.mem0.paging import FetchResult, fetch_all, start_for
 from memsync.records import Outgoing, Record, Skipped
 from memsync.secrets import Secret, redact, resolve_secret
 
@@ -505,7 +505,7 @@ class Mem0OssProvider(Provider):
             ) from exc
 
     def _install_hash_embedder(self, memory: Any) -> None:
-        from memsync.providers.hash_embedder import HashEmbedder
+        from memsync.providers.mem0.hash_embedder import HashEmbedder
 
         dims = getattr(memory.config.vector_store.config, "embedding_model_dims", None) or getattr(
             memory.vector_store, "embedding_model_dims", None

@@ -54,12 +54,12 @@ from memsync.providers.http import (
     expect_list,
     expect_object,
 )
-from memsync.providers.mem0_common import (
+from memsync.providers.mem0.convert import (
     metadata_for_mem0,
     record_from_mem0,
     version_of,
 )
-from memsync.providers.mem0_http import Mem0HttpProvider, path_segment
+from memsync.providers.mem0.http import Mem0HttpProvider, path_segment
 from memsync.records import Outgoing, Record, Skipped, parse_instant
 from memsync.secrets import Secret, resolve_secret
 

@@ -45,13 +45,13 @@ from memsync.providers.http import (
     expect_list,
     expect_object,
 )
-from memsync.providers.mem0_common import (
+from memsync.providers.mem0.convert import (
     metadata_for_mem0,
     record_from_mem0,
     version_of,
 )
-from memsync.providers.mem0_http import Mem0HttpProvider, path_segment
-from memsync.providers.mem0_paging import fetch_all
+from memsync.providers.mem0.http import Mem0HttpProvider, path_segment
+from memsync.providers.mem0.paging import fetch_all
 from memsync.records import Outgoing, Record, Skipped
 from memsync.secrets import Secret, resolve_secret
 

@@ -15,7 +15,7 @@ from types import ModuleType
 
 from memsync.errors import ProviderError
 from memsync.providers.base import Listing, WriteOp, WriteResult
-from memsync.providers.mnem import MnemListing, MnemProvider
+from memsync.providers.mnem.provider import MnemListing, MnemProvider
 from memsync.records import Record
 
 

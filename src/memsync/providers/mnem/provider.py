@@ -999,7 +999,7 @@ def build(name: str, entry: MnemConfig, config: Config) -> MnemProvider:
     except ProviderUnavailable as exc:
         raise ProviderUnavailable(f"providers.{name}: {exc}") from None
     if entry.create:
-        from memsync.providers.mnem_on_demand import OnDemandMnemProvider
+        from memsync.providers.mnem.on_demand import OnDemandMnemProvider
 
         return OnDemandMnemProvider(
             name,
