@@ -20,7 +20,8 @@ import memsync
 from memsync.errors import ProviderError, TransientProviderError
 from memsync.migrate import MigrationReport, import_mem0, migrate
 from memsync.providers.mem0.oss import Mem0OssProvider
-from memsync.providers.mnem.provider import MnemProvider, StagedChangesPresent
+from memsync.providers.mnem.handle import StagedChangesPresent
+from memsync.providers.mnem.provider import MnemProvider
 from memsync.records import parse_instant
 from tests.contract import list_all
 from tests.doubles import mnem_double

@@ -50,7 +50,8 @@ from memsync.errors import (
 from memsync.providers.base import Listing, Page, Provider, WriteOp
 from memsync.providers.mem0.convert import record_from_mem0, scope_key_of
 from memsync.providers.mem0.paging import fetch_all
-from memsync.providers.mnem.provider import MnemProvider, StagedChangesPresent
+from memsync.providers.mnem.handle import StagedChangesPresent
+from memsync.providers.mnem.provider import MnemProvider
 from memsync.records import Outgoing, Record, Skipped
 from memsync.sameness import Copies, SameKey, same_key, scope_of, star_scope
 

@@ -15,7 +15,8 @@ from types import ModuleType
 
 from memsync.errors import ProviderError
 from memsync.providers.base import Listing, WriteOp, WriteResult
-from memsync.providers.mnem.provider import MnemListing, MnemProvider
+from memsync.providers.mnem.listing import MnemListing
+from memsync.providers.mnem.provider import MnemProvider
 from memsync.records import Record
 
 

@@ -1,0 +1,85 @@
+"""Expiry, which mnem lacks: memsync forgets its nodes whose date passed, with a tombstone commit.
+
+A memory's ``expiration_date`` lives in memsync's note (see ``convert``). Once it has passed,
+memsync forgets the node with a tombstone commit ("memsync: forgot N expired ...") so agents
+stop being served it the same day, while mnem's history keeps it. That happens when memsync
+writes an already-expired memory (added, then forgotten) and in a sweep at the first listing
+of each UTC day in a process (one scan of working memory). The mirror keeps an expired memory
+that vanished (hidden is not deleted), and an update to it (the date cleared or moved)
+brings the node back; ``hidden_records`` finds such nodes again in the log.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from functools import partial
+
+from memsync import records
+from memsync.errors import ProviderError
+from memsync.providers.mnem.convert import expired_in_note, record_from_node
+from memsync.providers.mnem.handle import AUTHOR, StoreHandle
+from memsync.records import Record
+
+EXPIRED_COMMIT = "memsync: forgot"  # how an expiry tombstone commit's message starts
+_SWEPT: dict[str, date] = {}  # store identity -> the UTC day its expired nodes were forgotten
+
+
+def sweep_expired_daily(handle: StoreHandle) -> None:
+    """Forget memsync's nodes whose expiration date has passed: once a UTC day per store
+    and process (a scan of working memory), never with another writer's changes staged."""
+    today = records.utc_clock().date()
+    if handle._foreign_staging or _SWEPT.get(handle.identity()) == today:
+        return
+    nodes = handle.sdk_call("read working memory", lambda: handle.store.working_memory())
+    forget_expired(handle, [node_id for node_id, node in nodes.items() if expired_in_note(node)])
+    _SWEPT[handle.identity()] = today
+
+
+def forget_expired(handle: StoreHandle, node_ids: list[str]) -> None:
+    """One tombstone commit for nodes whose date passed; history keeps every one."""
+    if not node_ids:
+        return
+    try:
+        for node_id in node_ids:
+            handle.sdk_call(f"forget node {node_id!r}", partial(handle.store.rm, node_id))
+        handle.sdk_call(
+            "commit the expired",
+            lambda: handle.store.commit(
+                f"{EXPIRED_COMMIT} {len(node_ids)} expired (their expiration date passed; "
+                "history keeps them)",
+                author=AUTHOR,
+            ),
+        )
+    except ProviderError:
+        handle.unstage(node_ids)
+        raise
+
+
+def forgotten_as_expired(handle: StoreHandle, node_id: str) -> bool:
+    """Whether memsync's expiry tombstone removed this node (only asked on the rare
+    update of a node that is gone)."""
+    return any(record.id == node_id for record in hidden_records(handle))
+
+
+def hidden_records(handle: StoreHandle) -> list[Record]:
+    """The nodes memsync forgot because their date passed and nobody brought back, as
+    they were just before the tombstone (a walk of the log and one diff per tombstone)."""
+    commits = handle.sdk_call("read the log", lambda: handle.store.log())
+    hidden: dict[str, Record] = {}
+    for commit in commits:
+        if commit.author != AUTHOR or not commit.message.startswith(EXPIRED_COMMIT):
+            continue
+        if not commit.parents:
+            continue
+        changes = handle.sdk_call(
+            "read a tombstone", partial(handle.store.diff, commit.parents[0], commit.id)
+        )
+        for change in changes:
+            if change.kind == "removed" and change.old is not None:
+                record = record_from_node(change.old, handle.scope_key())
+                if isinstance(record, Record):
+                    hidden[change.id] = record
+    if not hidden:
+        return []
+    served = handle.sdk_call("read working memory", lambda: handle.store.working_memory())
+    return [record for node_id, record in hidden.items() if node_id not in served]

@@ -1,0 +1,249 @@
+"""One open mnem Store per provider, held so that mnem's exclusive lock goes back on close.
+
+mnem holds an exclusive lock while a ``Store`` lives, across processes: ``open`` retries with
+backoff while an agent holds the store, then raises ``ProviderBusy``; ``close`` drops every
+reference so the agent can have it back. For the same reason no method keeps the Store in a
+local variable and no error memsync raises chains to an SDK exception: a traceback kept alive
+by a caller would otherwise pin the Store, and with it the lock, after close().
+
+Staged changes found at open belong to someone else (an agent that crashed between ``add``
+and ``commit``, or staged and has not committed yet). mnem's staging is shared on disk and
+any commit sweeps it in, so memsync neither commits nor discards them: it keeps reading
+committed history, and refuses to write (``StagedChangesPresent``) until they are committed
+or unstaged by whoever owns them. memsync unstages its own half-staged batch when a write
+fails, so it never leaves such leftovers itself (short of being killed mid-batch).
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import logging
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Self, TypeVar
+
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    stop_after_delay,
+    wait_exponential,
+    wait_random,
+)
+
+from memsync.errors import (
+    ProviderBusy,
+    ProviderError,
+    ProviderUnavailable,
+    TransientProviderError,
+)
+from memsync.providers.base import Provider
+
+log = logging.getLogger("memsync.mnem")
+
+AUTHOR = "memsync"  # the author of every commit memsync makes
+_LOCK_TEXT = ("Database already open", "Cannot acquire lock")
+T = TypeVar("T")
+
+
+class StagedChangesPresent(ProviderError):
+    """Another writer left changes staged; any commit would sweep them in, so none is made."""
+
+
+def load_sdk() -> ModuleType:
+    """The mnem SDK, or ProviderUnavailable saying how to get it."""
+    try:
+        return importlib.import_module("mnem")
+    except ImportError:
+        raise ProviderUnavailable(
+            "type 'mnem' needs the mnem SDK: pip install 'memsync[mnem]' (mnem-agents 0.0.7; "
+            "PyPI has a macOS arm64 wheel, elsewhere it builds from source with a Rust toolchain)"
+        ) from None
+
+
+def sdk_of(store: Any) -> ModuleType:
+    """The SDK module a Store came from (the real ``mnem`` or a test double)."""
+    module = importlib.import_module(type(store).__module__)
+    if hasattr(module, "StoreIoError") and hasattr(module, "Provenance"):
+        return module
+    return importlib.import_module(type(store).__module__.split(".")[0])
+
+
+def detached(error: ProviderError) -> ProviderError:
+    """The error without traceback or chain, so keeping it pins no frame (nor the Store)."""
+    error.__context__ = None
+    error.__cause__ = None
+    return error.with_traceback(None)
+
+
+class StoreHandle(Provider):
+    """A mnem provider's store at ``path`` (the directory holding ``.mnem``): opening it,
+    closing it, and every SDK call on it with the SDK's errors as memsync's typed errors."""
+
+    def __init__(
+        self,
+        name: str,
+        path: Path | str,
+        *,
+        branch: str | None = None,
+        scope_key: str | None = None,
+        busy_timeout: float = 10.0,
+        sdk: ModuleType | None = None,
+    ) -> None:
+        super().__init__(name)
+        self.path = Path(path)
+        self.branch = branch
+        self._scope_key = scope_key
+        self.busy_timeout = busy_timeout
+        self.sdk = sdk if sdk is not None else load_sdk()
+        self._store: Any = None
+        self._owns_store = True
+        self._foreign_staging: list[str] = []
+
+    @classmethod
+    def attached(cls, store: Any, *, name: str = "mnem", sdk: ModuleType | None = None) -> Self:
+        """A provider over a Store the caller opened and keeps (close() leaves it open)."""
+        provider = cls(name, Path(store.root), sdk=sdk if sdk is not None else sdk_of(store))
+        provider._store = store
+        provider._owns_store = False
+        provider._note_foreign_staging()
+        return provider
+
+    # identity ---------------------------------------------------------------------------
+
+    def identity(self) -> str:
+        where = self.path.expanduser().resolve()
+        return f"mnem:{where}" + (f"@{self.branch}" if self.branch else "")
+
+    def scope_key(self) -> str:
+        return self._scope_key or self.path.expanduser().resolve().name
+
+    # lifecycle ----------------------------------------------------------------------------
+
+    def open(self) -> None:
+        if self._store is not None:
+            return
+        store = self._open_with_retry()
+        problem = self._problem_with(store)
+        if problem is not None:
+            del store
+            gc.collect()
+            raise ProviderError(problem)
+        self._store = store
+        del store
+        self._owns_store = True
+        self._note_foreign_staging()
+
+    def close(self) -> None:
+        """Drop every reference to the Store: mnem releases its lock only when it is collected."""
+        owned = self._owns_store and self._store is not None
+        self._store = None
+        if owned:
+            gc.collect()
+
+    def _open_with_retry(self) -> Any:
+        sdk = self.sdk
+
+        def busy(exc: BaseException) -> bool:
+            return isinstance(exc, sdk.StoreIoError) and any(t in str(exc) for t in _LOCK_TEXT)
+
+        retrying = Retrying(
+            stop=stop_after_delay(self.busy_timeout),
+            wait=wait_exponential(multiplier=0.05, max=1.0) + wait_random(0, 0.05),
+            retry=retry_if_exception(busy),
+            reraise=True,
+        )
+        error: ProviderError
+        try:
+            return retrying(sdk.open, str(self.path))
+        except sdk.StoreIoError as exc:
+            if busy(exc):
+                error = ProviderBusy(
+                    f"{self.name}: store busy: {self.path} is held by another process (an "
+                    f"agent or the mnem CLI) for more than {self.busy_timeout:g}s; memsync "
+                    "tries again next cycle",
+                    retry_after=max(self.busy_timeout, 1.0),
+                )
+            else:
+                error = TransientProviderError(f"{self.name}: cannot open {self.path}: {exc}")
+        except sdk.NoStoreError:
+            error = ProviderError(
+                f"{self.name}: no mnem store at {self.path}; create one with "
+                f"python -c \"import mnem; mnem.init('{self.path}')\" or fix "
+                f"providers.{self.name}.path"
+            )
+        except sdk.MnemError as exc:
+            error = ProviderError(f"{self.name}: cannot open the store at {self.path}: {exc}")
+        raise error
+
+    def _problem_with(self, store: Any) -> str | None:
+        """Why this store is not the one configured, or None when it is."""
+        root = Path(store.root).expanduser().resolve()
+        if root != self.path.expanduser().resolve():
+            return (
+                f"{self.name}: no mnem store at {self.path} (mnem found the one at {root}, "
+                f"above it); point providers.{self.name}.path at {root}, or create a store at "
+                f"{self.path}"
+            )
+        head = store.head()
+        if self.branch is not None and head != f"ref: {self.branch}":
+            return (
+                f"{self.name}: the store at {self.path} is on {head!r}, but "
+                f"providers.{self.name}.branch is {self.branch!r}; memsync does not move HEAD "
+                "under the agent: check that branch out in mnem, or remove `branch`"
+            )
+        return None
+
+    def _note_foreign_staging(self) -> None:
+        pending = self.sdk_call(
+            "read staging",
+            lambda: (
+                {node_id for node_id, _ in self.store.staged()} | set(self.store.staged_deletions())
+            ),
+        )
+        self._foreign_staging = sorted(pending)
+        if pending:
+            log.warning(
+                "%s: %d uncommitted change(s) staged in %s by another writer (%s); memsync reads "
+                "committed history and will not write until they are committed or unstaged",
+                self.name,
+                len(pending),
+                self.path,
+                ", ".join(self._foreign_staging[:5]),
+            )
+
+    @property
+    def store(self) -> Any:
+        """The open SDK Store (for tests and the migration); ProviderError when not open."""
+        if self._store is None:
+            raise ProviderError(f"{self.name}: the mnem store is not open (call open() first)")
+        return self._store
+
+    def sdk_call(self, doing: str, call: Callable[[], T], *, bad_input: bool = False) -> T:
+        """One SDK call, its errors as memsync's typed errors (raised with no chain to them)."""
+        error: ProviderError
+        try:
+            return call()
+        except self.sdk.StoreIoError as exc:
+            error = TransientProviderError(f"{self.name}: cannot {doing}: {exc}")
+        except self.sdk.MnemError as exc:
+            error = ProviderError(f"{self.name}: cannot {doing}: {exc}")
+        except (ValueError, TypeError, OverflowError) as exc:
+            if not bad_input:
+                raise
+            error = ProviderError(f"{self.name}: cannot {doing}: {exc}")
+        raise error
+
+    # reads ------------------------------------------------------------------------------------
+    def unstage(self, node_ids: list[str]) -> None:
+        """Leave staging as memsync found it (clean) after a failed batch."""
+        for node_id in node_ids:
+            try:
+                self.sdk_call(f"unstage {node_id!r}", partial(self._unstage_one, node_id))
+            except ProviderError as exc:
+                log.error("%s after a failed batch", exc)
+
+    def _unstage_one(self, node_id: str) -> bool:
+        return bool(self.store.unstage(node_id))
