@@ -24,11 +24,9 @@ from hypothesis import strategies as st
 from memsync.config import parse_config
 from memsync.errors import ConfigError, NotFound, ProviderBusy, ProviderError
 from memsync.providers.base import Provider, WriteOp
-from memsync.providers.mem0 import oss as mem0_oss
-from memsync.providers.mem0.oss import (
-    Mem0Listing,
-    Mem0OssProvider,
-    build,
+from memsync.providers.mem0 import oss_memory
+from memsync.providers.mem0.oss import Mem0Listing, Mem0OssProvider, build
+from memsync.providers.mem0.oss_config import (
     load_mem0_config,
     offline_config,
     prepare_mem0_environment,
@@ -553,7 +551,7 @@ def test_open_waits_for_a_holder_that_lets_go_within_the_budget(
     first.create(item("written before", origin="test:1"))
     first.close()
     refused = threading.Event()
-    real_busy = mem0_oss._store_busy
+    real_busy = oss_memory._store_busy
 
     def observed(exc: BaseException) -> bool:
         busy = real_busy(exc)
@@ -561,7 +559,7 @@ def test_open_waits_for_a_holder_that_lets_go_within_the_budget(
             refused.set()  # an open attempt met the held store
         return busy
 
-    monkeypatch.setattr(mem0_oss, "_store_busy", observed)
+    monkeypatch.setattr(oss_memory, "_store_busy", observed)
     holder = _hold(tmp_path / "qdrant", "stdin")
     opened: list[Mem0OssProvider] = []
     waiter = threading.Thread(

@@ -1,17 +1,9 @@
 """``mem0-oss``: Mem0's open-source library in-process, on the application's own store.
 
-memsync opens the store for one cycle and closes it again: a local Qdrant path admits one
-process at a time, so while memsync holds it the application cannot, and the other way round
-(``open`` retries with backoff, then raises ProviderBusy). Three promises hold throughout:
-
-- No phone home: ``MEM0_TELEMETRY=False`` (unless ``telemetry = true``) and ``MEM0_DIR`` in
-  memsync's state directory are set before mem0 is first imported.
-- No LLM: every write passes ``infer=False``. The config's LLM section is replaced by a
-  placeholder on a closed loopback port, so construction needs no key and a stray call fails
-  at once instead of spending tokens. A missing embedder key gets the same placeholder: pulls
-  work, writes fail with a message that says what to set.
-- No silent cap (ADR-0024): listings page ``get_all`` until a call comes back short
-  (``mem0_paging``), with ``show_expired=True`` so that a short call really means "all".
+Three promises hold throughout: no phone home and no LLM (see ``oss_config``), and no silent
+cap (ADR-0024): listings page ``get_all`` until a call comes back short (``paging``), with
+``show_expired=True`` so that a short call really means "all". The open ``Memory`` itself,
+its retries and its errors are ``oss_memory``'s.
 
 Mem0's ``update`` merges metadata; memsync's update replaces it. After ``Memory.update``
 (which keeps Mem0's hash, history row and timestamps right), keys the new metadata no longer
@@ -22,251 +14,37 @@ never changes.
 
 from __future__ import annotations
 
-import copy
-import json
 import logging
-import os
-import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-import yaml
-from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential, wait_random
-
-from memsync.config import SCOPE_KEYS, Config, Mem0OssConfig
-from memsync.errors import (
-    ConfigError,
-    MemsyncError,
-    NotFound,
-    ProviderBusy,
-    ProviderError,
-    ProviderUnavailable,
-    TransientProviderError,
-)
-from memsync.paths import make_private_dir, resolve_paths
+from memsync.config import Config, Mem0OssConfig
+from memsync.errors import NotFound, ProviderError
+from memsync.paths import resolve_paths
 from memsync.providers.base import (
     Capabilities,
     Listing,
     Page,
-    Provider,
     WriteOp,
     WriteResult,
     require_content,
 )
-from memsync.providers.mem0.convert import (
-    MEM0_OWN_KEYS,
-    metadata_for_mem0,
-    record_from_mem0,
-    scope_key_of,
-)
+from memsync.providers.mem0.convert import MEM0_OWN_KEYS, metadata_for_mem0, record_from_mem0
 from memsync.providers.mem0.embed_ahead import EmbeddedAhead
+from memsync.providers.mem0.oss_config import load_mem0_config
+from memsync.providers.mem0.oss_memory import MemoryHandle
 from memsync.providers.mem0.paging import FetchResult, fetch_all, start_for
 from memsync.records import Outgoing, Record, Skipped
-from memsync.secrets import Secret, redact, resolve_secret
+from memsync.secrets import resolve_secret
 
 log = logging.getLogger("memsync.providers.mem0_oss")
 
 PAGE_SIZE = 500
 # get_all's top_k grows this much per call: a local Qdrant scans every point on every call
-# whatever top_k asks, so fewer, larger calls win (see mem0_paging for the bound it keeps).
+# whatever top_k asks, so fewer, larger calls win (see paging for the bound it keeps).
 TOP_K_FACTOR = 16
-DEAD_ENDPOINT = "http://127.0.0.1:9/v1"  # the discard port: nothing listens, calls fail at once
-PLACEHOLDER_KEY = "memsync-placeholder-not-a-key"
-_BUSY_MARK = "already accessed by another instance"
-_SECRET_NAMES = ("api_key", "apikey", "key", "token", "secret", "password", "credentials")
-_CONNECTION_ERRORS = {
-    "APIConnectionError",
-    "APITimeoutError",
-    "ConnectError",
-    "ConnectTimeout",
-    "ReadTimeout",
-    "ResponseHandlingException",
-    "RateLimitError",
-    "InternalServerError",
-}
-
 EMBED_GROUP = 8  # creates embedded ahead per worker, before their adds run
-
-
-# environment and config ---------------------------------------------------------------
-
-
-def prepare_mem0_environment(*, telemetry: bool, mem0_dir: Path | None) -> None:
-    """Before the first ``import mem0``: telemetry off unless asked for, MEM0_DIR set.
-
-    mem0 reads both variables once, at import. If the host process imported mem0 already,
-    its telemetry switch is turned off in place so the promise still holds.
-    """
-    if not telemetry:
-        os.environ["MEM0_TELEMETRY"] = "False"
-        for module_name in ("mem0.memory.telemetry", "mem0.memory.main"):
-            module = sys.modules.get(module_name)
-            if module is not None and getattr(module, "MEM0_TELEMETRY", False):
-                setattr(module, "MEM0_TELEMETRY", False)  # noqa: B010 - mem0's own switch
-    if mem0_dir is not None and not os.environ.get("MEM0_DIR"):
-        make_private_dir(mem0_dir)
-        os.environ["MEM0_DIR"] = str(mem0_dir)
-
-
-def load_mem0_config(name: str, entry: Mem0OssConfig) -> dict[str, Any]:
-    """The Mem0 config dict: inline, from a JSON/YAML file, or empty (Mem0's defaults)."""
-    if entry.mem0_config is not None:
-        return copy.deepcopy(entry.mem0_config)
-    if entry.mem0_config_file is None:
-        return {}
-    path = Path(entry.mem0_config_file)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(
-            f"providers.{name}: cannot read mem0_config_file {path} ({exc.strerror})"
-        ) from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"providers.{name}: mem0_config_file {path} is not UTF-8 text") from None
-    data: Any
-    if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                f"providers.{name}: mem0_config_file {path} is not valid JSON (line {exc.lineno})"
-            ) from None
-    else:
-        try:
-            data = yaml.safe_load(text)  # YAML is a superset of JSON: takes both
-        except yaml.YAMLError as exc:  # the message may quote the line: show only where
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 1})" if mark is not None else ""
-            raise ConfigError(
-                f"providers.{name}: mem0_config_file {path} is not valid YAML or JSON{where}"
-            ) from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"providers.{name}: mem0_config_file {path} must hold a mapping "
-            "(the dict you pass to Memory.from_config)"
-        )
-    return _resolve_store_paths(data, path.parent)
-
-
-def _resolve_store_paths(config: dict[str, Any], base: Path) -> dict[str, Any]:
-    """Relative store paths in a config file are relative to that file, as a reader expects."""
-
-    def fix(value: Any) -> Any:
-        if not isinstance(value, str) or value == ":memory:" or not value:
-            return value
-        expanded = Path(os.path.expandvars(value)).expanduser()
-        return str(expanded if expanded.is_absolute() else base / expanded)
-
-    store = config.get("vector_store")
-    settings = store.get("config") if isinstance(store, dict) else None
-    if isinstance(settings, dict) and "path" in settings:
-        settings["path"] = fix(settings["path"])
-    if "history_db_path" in config:
-        config["history_db_path"] = fix(config["history_db_path"])
-    return config
-
-
-def offline_config(
-    config: Mapping[str, Any],
-    *,
-    embedder: str,
-    api_key: Secret | None,
-    application_mem0_dir: str,
-) -> tuple[dict[str, Any], bool]:
-    """The config memsync constructs Memory with, and whether the embedder is a placeholder.
-
-    The LLM is always the dead placeholder (memsync never calls it). ``embedder = "hash"``
-    gets a placeholder too (the hash embedder replaces it after construction); a configured
-    OpenAI embedder without any key gets one so that pulls still work. The history database
-    defaults to the application's (``$MEM0_DIR`` or ``~/.mem0``), not memsync's MEM0_DIR.
-    """
-    prepared = copy.deepcopy(dict(config))
-    prepared["llm"] = {
-        "provider": "openai",
-        "config": {
-            "api_key": PLACEHOLDER_KEY,
-            "openai_base_url": DEAD_ENDPOINT,
-            "model": "gpt-4o-mini",
-        },
-    }
-    placeholder = False
-    if embedder == "hash":
-        prepared["embedder"] = _placeholder_embedder(_configured_dims(prepared))
-    else:
-        section = copy.deepcopy(prepared.get("embedder") or {})
-        settings = dict(section.get("config") or {})
-        if api_key is not None:
-            settings["api_key"] = api_key.reveal()
-        elif (
-            section.get("provider", "openai") == "openai"
-            and not settings.get("api_key")
-            and not os.environ.get("OPENAI_API_KEY")
-        ):
-            settings["api_key"] = PLACEHOLDER_KEY
-            settings["openai_base_url"] = DEAD_ENDPOINT
-            placeholder = True
-        section["config"] = settings
-        prepared["embedder"] = section
-    prepared.setdefault("history_db_path", os.path.join(application_mem0_dir, "history.db"))
-    return prepared, placeholder
-
-
-def _configured_dims(config: Mapping[str, Any]) -> int | None:
-    store = config.get("vector_store")
-    settings = store.get("config") if isinstance(store, dict) else None
-    dims = settings.get("embedding_model_dims") if isinstance(settings, dict) else None
-    return dims if isinstance(dims, int) else None
-
-
-def _placeholder_embedder(dims: int | None) -> dict[str, Any]:
-    settings: dict[str, Any] = {"api_key": PLACEHOLDER_KEY, "openai_base_url": DEAD_ENDPOINT}
-    if dims:
-        settings["embedding_dims"] = dims
-    return {"provider": "openai", "config": settings}
-
-
-def secrets_in(config: Any, found: list[Secret] | None = None) -> list[Secret]:
-    """Every secret-looking string in a config, so messages can be redacted of them."""
-    found = [] if found is None else found
-    if isinstance(config, Mapping):
-        for key, value in config.items():
-            lowered = str(key).lower()
-            if isinstance(value, str) and value and any(s in lowered for s in _SECRET_NAMES):
-                found.append(Secret(value, f"mem0 config {key}"))
-            else:
-                secrets_in(value, found)
-    elif isinstance(config, list):
-        for value in config:
-            secrets_in(value, found)
-    return found
-
-
-def _application_mem0_dir(ours: Path | None) -> str:
-    """Where the application's Mem0 keeps its files: its MEM0_DIR, else ~/.mem0."""
-    current = os.environ.get("MEM0_DIR")
-    if current and (ours is None or Path(current) != Path(ours)):
-        return current
-    return os.path.join(os.path.expanduser("~"), ".mem0")
-
-
-def _store_busy(exc: BaseException) -> bool:
-    return isinstance(exc, RuntimeError) and _BUSY_MARK in str(exc)
-
-
-def _is_connection_problem(exc: BaseException) -> bool:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, ConnectionError | TimeoutError) or type(seen).__name__ in (
-            _CONNECTION_ERRORS
-        ):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 def _is_uuid(value: str) -> bool:
@@ -275,27 +53,6 @@ def _is_uuid(value: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def normalise_scope(name: str, scope: Mapping[str, Any]) -> dict[str, str]:
-    """The scope as Mem0 stores it (trimmed strings); Mem0 refuses ids containing spaces."""
-    clean: dict[str, str] = {}
-    for key in SCOPE_KEYS:
-        value = scope.get(key)
-        if value is None or str(value).strip() == "":
-            continue
-        text = str(value).strip()
-        if any(c.isspace() for c in text):
-            raise ConfigError(f"providers.{name}.scope.{key}: Mem0 ids cannot contain whitespace")
-        clean[key] = text
-    if not clean:
-        raise ConfigError(
-            f"providers.{name}.scope: expected at least one of user_id, agent_id or run_id"
-        )
-    return clean
-
-
-# listing --------------------------------------------------------------------------------
 
 
 class Mem0Listing(Listing):
@@ -345,261 +102,15 @@ class Mem0Listing(Listing):
 # the provider ---------------------------------------------------------------------------
 
 
-class Mem0OssProvider(Provider):
+class Mem0OssProvider(MemoryHandle):
+    """Mem0's library on the application's own store, for one scope."""
+
     type = "mem0-oss"
     family = "mem0"
     capabilities = Capabilities(timestamps=True, metadata_values="json")
 
-    def __init__(
-        self,
-        name: str,
-        scope: Mapping[str, Any],
-        *,
-        mem0_config: Mapping[str, Any] | None = None,
-        embedder: str = "config",
-        api_key: Secret | None = None,
-        telemetry: bool = False,
-        mem0_dir: Path | None = None,
-        busy_timeout: float = 10.0,
-        first_top_k: int | None = None,
-        count_hint: bool = True,
-        concurrency: int = 8,
-    ) -> None:
-        """A provider over a Mem0 config; nothing is imported or opened until ``open()``.
-
-        ``mem0_dir`` becomes MEM0_DIR when the environment has none (memsync passes a
-        directory under its state dir). ``first_top_k`` and ``count_hint`` tune the paging
-        loop: by default the first get_all asks for a little more than the collection holds
-        (Qdrant counts it for free), so one call usually proves the listing complete.
-        """
-        super().__init__(name)
-        self.scope = normalise_scope(name, scope)
-        self.mem0_config: dict[str, Any] = copy.deepcopy(dict(mem0_config or {}))
-        self.embedder = embedder
-        self.telemetry = telemetry
-        self.mem0_dir = mem0_dir
-        self.busy_timeout = busy_timeout
-        self.first_top_k = first_top_k
-        self.count_hint = count_hint
-        self.concurrency = max(1, concurrency)
-        self._api_key = api_key
-        self._secrets: list[Secret] = [
-            s for s in [api_key, *secrets_in(self.mem0_config)] if s is not None
-        ]
-        self._memory: Any = None
-        self._owns_memory = True
-        self._embedder_placeholder = False
-
-    @classmethod
-    def from_memory(
-        cls, name: str, memory: Any, scope: Mapping[str, Any], **options: Any
-    ) -> Mem0OssProvider:
-        """A provider over a Memory the caller built and owns (``close()`` leaves it open)."""
-        provider = cls(name, scope, **options)
-        provider._memory = memory
-        provider._owns_memory = False
-        return provider
-
-    @property
-    def memory(self) -> Any:
-        """The open mem0 ``Memory`` (for tests and import_mem0); None while closed."""
-        return self._memory
-
     def __repr__(self) -> str:
         return f"Mem0OssProvider({self.name!r}, {self.identity()!r})"
-
-    # identity ---------------------------------------------------------------------------
-
-    def identity(self) -> str:
-        return f"mem0-oss:{self._store_location()}#{self._scope_text()}"
-
-    def scope_key(self) -> str:
-        return scope_key_of(self.scope)
-
-    def describe_scope(self) -> dict[str, Any]:
-        return {"scope_key": self.scope_key(), **self.scope}
-
-    def _scope_text(self) -> str:
-        return ",".join(f"{k}={v}" for k, v in self.scope.items())
-
-    def _store_location(self) -> str:
-        """Where the vector store lives (path, URL or host) and its collection; never a key."""
-        settings: dict[str, Any]
-        if self._memory is not None and not self._owns_memory:  # borrowed: its own config
-            store = self._memory.config.vector_store
-            provider = store.provider
-            raw = store.config
-            settings = (
-                dict(raw)
-                if isinstance(raw, dict)
-                else {
-                    key: getattr(raw, key, None)
-                    for key in ("url", "host", "port", "path", "client", "collection_name")
-                }
-            )
-        else:
-            section = self.mem0_config.get("vector_store") or {}
-            provider = section.get("provider", "qdrant")
-            settings = dict(section.get("config") or {})
-        host, port = settings.get("host"), settings.get("port")
-        where = settings.get("url") or (f"{host}:{port}" if host else None) or settings.get("path")
-        if where is None and settings.get("client") is not None:
-            where = "client"
-        return f"{provider}:{where or 'default'}/{settings.get('collection_name') or 'mem0'}"
-
-    # lifecycle --------------------------------------------------------------------------
-
-    def open(self) -> None:
-        """Build the Memory: telemetry off first, no LLM, retrying while the store is busy."""
-        if self._memory is not None:
-            return
-        prepare_mem0_environment(telemetry=self.telemetry, mem0_dir=self.mem0_dir)
-        try:
-            from mem0 import Memory
-            from mem0.configs.base import MemoryConfig
-            from pydantic import ValidationError
-        except ImportError:
-            raise ProviderUnavailable(
-                f"providers.{self.name}: type 'mem0-oss' needs the mem0 extra; "
-                "install it with: pip install 'memsync[mem0]'"
-            ) from None
-        config, self._embedder_placeholder = offline_config(
-            self.mem0_config,
-            embedder=self.embedder,
-            api_key=self._api_key,
-            application_mem0_dir=_application_mem0_dir(self.mem0_dir),
-        )
-        try:
-            memory_config = MemoryConfig(**config)
-        except (ValidationError, ValueError) as exc:
-            raise ConfigError(
-                f"providers.{self.name}: the Mem0 config is invalid: {self._explain(exc)}"
-            ) from None
-        memory = self._construct(Memory, memory_config)
-        if self.embedder == "hash":
-            self._install_hash_embedder(memory)
-        self._memory = memory
-        self._owns_memory = True
-
-    def _construct(self, memory_class: Any, memory_config: Any) -> Any:
-        retrying = Retrying(
-            retry=retry_if_exception(_store_busy),
-            stop=stop_after_delay(self.busy_timeout),
-            wait=wait_exponential(multiplier=0.1, max=2.0) + wait_random(0, 0.1),
-            reraise=True,
-        )
-        try:
-            return retrying(memory_class, memory_config)
-        except MemsyncError:
-            raise
-        except Exception as exc:
-            if _store_busy(exc):
-                raise ProviderBusy(
-                    f"{self.name}: Mem0 store busy: {self._store_location()} is held by another "
-                    f"process (the application using it?); waited {self.busy_timeout:g}s, "
-                    "memsync tries again next cycle. For concurrent access run a Qdrant server",
-                    retry_after=max(self.busy_timeout, 5.0),
-                ) from None
-            raise ProviderError(
-                f"{self.name}: cannot open the Mem0 store: {self._explain(exc)}"
-            ) from exc
-
-    def _install_hash_embedder(self, memory: Any) -> None:
-        from memsync.providers.mem0.hash_embedder import HashEmbedder
-
-        dims = getattr(memory.config.vector_store.config, "embedding_model_dims", None) or getattr(
-            memory.vector_store, "embedding_model_dims", None
-        )
-        if not isinstance(dims, int) or dims < 1:
-            self._release(memory)
-            raise ConfigError(
-                f'providers.{self.name}: embedder = "hash" needs '
-                "vector_store.config.embedding_model_dims in the Mem0 config"
-            )
-        memory.embedding_model = HashEmbedder(dims)
-        log.info(
-            "%s: using the hash embedder: fine for backup and sync, unfit for semantic search",
-            self.name,
-        )
-
-    def close(self) -> None:
-        """Release the store (Qdrant's lock, the history database) if memsync opened it.
-
-        A borrowed Memory (``from_memory``) stays open and attached: its owner closes it.
-        """
-        if not self._owns_memory:
-            return
-        memory, self._memory = self._memory, None
-        if memory is not None:
-            self._release(memory)
-
-    def _release(self, memory: Any) -> None:
-        # Memory.close() only closes the history database; the Qdrant client holds the
-        # path's lock until it is closed itself. The entity store shares that client.
-        user_client = ((self.mem0_config.get("vector_store") or {}).get("config") or {}).get(
-            "client"
-        )
-        closed: set[int] = set()
-        for store in (
-            getattr(memory, "vector_store", None),
-            getattr(memory, "_entity_store", None),
-            getattr(memory, "_telemetry_vector_store", None),
-        ):
-            client = getattr(store, "client", None)
-            if client is None or client is user_client or id(client) in closed:
-                continue
-            closed.add(id(client))
-            try:
-                client.close()
-            except Exception as exc:  # one failing close must not keep the others open
-                log.warning("%s: closing the vector store client failed: %s", self.name, exc)
-        memory.close()
-
-    def _require_memory(self) -> Any:
-        if self._memory is None:
-            raise ProviderError(f"{self.name}: the provider is not open; call open() first")
-        return self._memory
-
-    # errors -----------------------------------------------------------------------------
-
-    def _explain(self, exc: BaseException) -> str:
-        errors = getattr(exc, "errors", None)
-        if callable(errors):
-            try:
-                first = errors(include_input=False, include_url=False)[0]
-                where = ".".join(str(p) for p in first.get("loc", ()))
-                text = f"{where}: {first.get('msg')}" if where else str(first.get("msg"))
-            except Exception:  # not a pydantic error after all
-                text = str(exc)
-        else:
-            text = str(exc)
-        line = (text.strip().splitlines() or [""])[0][:300]
-        described = f"{type(exc).__name__}: {line}" if line else type(exc).__name__
-        return redact(described, *self._secrets)
-
-    @contextmanager
-    def _translate(self, action: str) -> Iterator[None]:
-        """Mem0's exceptions as memsync's typed errors, with any key redacted."""
-        try:
-            yield
-        except MemsyncError:
-            raise
-        except Exception as exc:
-            if self._embedder_placeholder and _is_connection_problem(exc):
-                raise ProviderError(
-                    f"{self.name}: cannot {action}: the Mem0 config gives the embedder no key; "
-                    'set api_key_env (or OPENAI_API_KEY), or embedder = "hash" for backups'
-                ) from exc
-            if _is_connection_problem(exc):
-                raise TransientProviderError(
-                    f"{self.name}: cannot {action}, Mem0's backend is unreachable "
-                    f"({self._explain(exc)}); will retry"
-                ) from exc
-            raise ProviderError(
-                f"{self.name}: Mem0 failed to {action}: {self._explain(exc)}"
-            ) from exc
-
-    # reads ------------------------------------------------------------------------------
 
     def listing(self, cursor: str | None = None) -> Mem0Listing:
         return Mem0Listing(self._fetch, self.scope_key(), self.name)
