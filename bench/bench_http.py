@@ -35,8 +35,8 @@ from bench._common import QUICK, report
 from bench.synthetic import SyntheticProvider
 from memsync.config import parse_config
 from memsync.providers.base import Provider
-from memsync.providers.hindsight import HindsightProvider
-from memsync.providers.http import RetryPolicy
+from memsync.providers.hindsight.provider import HindsightProvider
+from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.platform import MAX_PAGE_SIZE, Mem0PlatformProvider
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.secrets import Secret

@@ -331,7 +331,7 @@ def test_hindsight_stops_serving_an_expired_memory_and_gets_it_back(
     # Hindsight has no expiry and no history: memsync deletes the document once the date has
     # passed (memsync's journal and the PMM backup keep the memory) and writes it back when
     # the date is cleared. Nothing is deleted anywhere else.
-    from memsync.providers.hindsight import HindsightProvider
+    from memsync.providers.hindsight.provider import HindsightProvider
     from tests.doubles.hindsight_app import HindsightDouble
 
     clock = Clock(monkeypatch)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from memsync.providers.http import RetryPolicy
+from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.oss import Mem0OssProvider
 from memsync.providers.mem0.platform import Mem0PlatformProvider
 from memsync.providers.memory import MemoryProvider
@@ -323,7 +323,7 @@ def _mem0_platform(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Remote:
 
 
 def _hindsight(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Remote:
-    from memsync.providers.hindsight import HindsightProvider
+    from memsync.providers.hindsight.provider import HindsightProvider
     from tests.doubles.hindsight_app import HindsightDouble
 
     def make(double: Any) -> Any:
@@ -343,7 +343,7 @@ def _hindsight(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Remote:
 
 
 def _cognee(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Remote:
-    from memsync.providers.cognee import CogneeProvider
+    from memsync.providers.cognee.provider import CogneeProvider
     from tests.doubles.cognee_app import CogneeDouble
 
     def make(double: Any) -> Any:

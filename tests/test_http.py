@@ -18,7 +18,8 @@ from memsync.errors import (
     ProviderError,
     TransientProviderError,
 )
-from memsync.providers.http import HttpClient, RetryPolicy, parse_retry_after
+from memsync.providers.http.client import HttpClient
+from memsync.providers.http.retry import RetryPolicy, parse_retry_after
 from memsync.secrets import Secret
 
 KEY = "sk-live-do-not-leak-0123456789"

@@ -11,7 +11,8 @@ import httpx
 from memsync.errors import AuthError
 from memsync.providers.base import WriteOp, WriteResult
 from memsync.providers.concurrent import PagesAhead, lanes, write_concurrently
-from memsync.providers.http import HttpClient, RetryPolicy
+from memsync.providers.http.client import HttpClient
+from memsync.providers.http.retry import RetryPolicy
 from memsync.records import Outgoing
 
 PATIENCE = 30.0  # seconds a test waits for another thread; never reached when things work

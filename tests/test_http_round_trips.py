@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memsync.providers.http import RetryPolicy
+from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.providers.memory import MemoryProvider
 from memsync.secrets import Secret

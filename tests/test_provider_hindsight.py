@@ -18,8 +18,9 @@ from memsync.config import parse_config
 from memsync.errors import AuthError, InvalidResponse, ProviderError, TransientProviderError
 from memsync.providers import build_provider
 from memsync.providers.base import Provider
-from memsync.providers.hindsight import JSON_MARKER, HindsightProvider, decode_value, encode_value
-from memsync.providers.http import RetryPolicy
+from memsync.providers.hindsight.convert import JSON_MARKER, decode_value, encode_value
+from memsync.providers.hindsight.provider import HindsightProvider
+from memsync.providers.http.retry import RetryPolicy
 from memsync.records import ORIGIN_KEY, Outgoing
 from memsync.secrets import Secret
 from tests.contract import ProviderContract, item, list_all

@@ -26,7 +26,7 @@ from memsync.errors import (
 )
 from memsync.providers import build_provider
 from memsync.providers.base import Provider, WriteOp
-from memsync.providers.http import RetryPolicy
+from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.records import Outgoing
 from memsync.secrets import Secret

@@ -16,7 +16,7 @@ import pytest
 
 from memsync.config import parse_config
 from memsync.providers.base import Provider
-from memsync.providers.http import RetryPolicy
+from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.platform import Mem0PlatformProvider
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.providers.pmm_dir import PmmDirProvider

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from memsync.providers.base import Provider
-from memsync.providers.cognee import CogneeProvider
-from memsync.providers.hindsight import HindsightProvider
+from memsync.providers.cognee.provider import CogneeProvider
+from memsync.providers.hindsight.provider import HindsightProvider
 from tests.contract import ProviderContract, item, list_all
 
 pytestmark = pytest.mark.integration

@@ -18,8 +18,8 @@ FACTORIES: dict[str, str] = {
     "mem0-server": "memsync.providers.mem0.server:build",
     "mem0-platform": "memsync.providers.mem0.platform:build",
     "mnem": "memsync.providers.mnem.provider:build",
-    "hindsight": "memsync.providers.hindsight:build",
-    "cognee": "memsync.providers.cognee:build",
+    "hindsight": "memsync.providers.hindsight.provider:build",
+    "cognee": "memsync.providers.cognee.provider:build",
 }
 
 

@@ -40,14 +40,10 @@ from memsync.providers.base import (
     stored_text,
 )
 from memsync.providers.concurrent import PagesAhead, lane_of, read_concurrently
-from memsync.providers.http import (
-    DEFAULT_CONCURRENCY,
-    AuthScheme,
-    HttpProvider,
-    RetryPolicy,
-    expect_list,
-    expect_object,
-)
+from memsync.providers.http.auth import AuthScheme
+from memsync.providers.http.provider import DEFAULT_CONCURRENCY, HttpProvider
+from memsync.providers.http.retry import RetryPolicy
+from memsync.providers.http.shapes import expect_list, expect_object
 from memsync.records import ORIGIN_KEY, Outgoing, Record, Skipped
 from memsync.secrets import Secret, resolve_secret
 

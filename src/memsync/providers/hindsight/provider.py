@@ -1,27 +1,14 @@
 """``hindsight``: one Hindsight memory bank (or every bank) over its HTTP API.
 
-A memsync record is one Hindsight *document*, because the document is what Hindsight lets a
-client name, replace and delete: memsync writes each memory as a document whose id is the
-memory's origin key (so a replayed write replaces instead of duplicating), and the record's
-id is that document id. Its content is the text of the document's memory units in order.
-Listing reads the memory-unit list (what the PMM reference exports) and groups it by
-document; ``observation`` units are Hindsight's own inferences over other memories, not
-something a user wrote, so they are left out (not reported as skipped).
-
-Hindsight keeps only string metadata values: anything else is written as JSON behind a
-marker and decoded on read, so metadata round-trips with its types. Offset paging shifts
-while a bank changes, so a full listing is complete only when the bank's total held still
-and every unit it counted was seen; deletes are never inferred from anything less.
+memsync writes each memory as a document whose id is the memory's origin key (so a replayed
+write replaces instead of duplicating), and the record's id is that document id (see
+``convert``). Listing reads the memory-unit list (what the PMM reference exports) and groups
+it by document (see ``listing``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from datetime import UTC, timedelta
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -29,167 +16,29 @@ import httpx
 
 from memsync.config import Config, HindsightConfig
 from memsync.errors import InvalidResponse, NotFound, ProviderError
-from memsync.providers.base import Capabilities, Listing, Page, require_content
-from memsync.providers.concurrent import PagesAhead, read_concurrently
-from memsync.providers.http import (
-    DEFAULT_CONCURRENCY,
-    HttpProvider,
-    RetryPolicy,
-    expect_list,
-    expect_object,
+from memsync.providers.base import Capabilities, Listing, require_content
+from memsync.providers.concurrent import PagesAhead
+from memsync.providers.hindsight.convert import (
+    OBSERVATION,
+    DocumentRef,
+    metadata_for_hindsight,
+    record_from_units,
+    utc_iso,
 )
+from memsync.providers.hindsight.listing import HindsightListing
+from memsync.providers.http.provider import DEFAULT_CONCURRENCY, HttpProvider
+from memsync.providers.http.retry import RetryPolicy
+from memsync.providers.http.shapes import expect_list, expect_object
 from memsync.records import (
-    ORIGIN_KEY,
     Outgoing,
     Record,
-    Skipped,
-    is_blank,
     is_expired,
-    parse_instant,
 )
 from memsync.secrets import Secret, resolve_secret
 
 API = "/v1/default"
-# Hindsight has no expiry and no history. A memory's expiration_date is kept in this metadata
-# key; once it has passed, memsync deletes the document (at the write, or at the first full
-# listing after the date) so agents stop being served it, and keeps the memory itself: the
-# staging journal and PMM backups hold it, and clearing or moving the date writes it back.
-EXPIRES_KEY = "memsync_expiration_date"
 PAGE_SIZE = 500
 BANK_PAGE_SIZE = 100
-OBSERVATION = "observation"
-PROVENANCE_KEY = "memsync_provenance"
-# Non-string metadata values travel as this marker followed by their JSON. A string that
-# itself starts with the marker is encoded too, so decoding is never ambiguous.
-JSON_MARKER = "memsync-json:"
-EMPTY_REASON = "empty content"
-NO_DOCUMENT_REASON = "memory without a document: Hindsight can neither replace nor delete it"
-
-
-# metadata ---------------------------------------------------------------------------------
-
-
-def encode_value(value: Any) -> str:
-    """A metadata value as the string Hindsight can keep; ``decode_value`` reverses it."""
-    if isinstance(value, str) and not value.startswith(JSON_MARKER):
-        return value
-    return JSON_MARKER + json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-
-
-def decode_value(value: Any) -> Any:
-    if isinstance(value, str) and value.startswith(JSON_MARKER):
-        try:
-            return json.loads(value[len(JSON_MARKER) :])
-        except ValueError:
-            return value
-    return value
-
-
-def metadata_for_hindsight(item: Outgoing) -> dict[str, str]:
-    """The user's metadata as strings, plus the origin marker and the provenance."""
-    metadata = {key: encode_value(value) for key, value in item.metadata.items()}
-    metadata[ORIGIN_KEY] = item.origin
-    provenance = {k: v for k, v in item.provenance.items() if v is not None}
-    if provenance:
-        metadata[PROVENANCE_KEY] = json.dumps(provenance, ensure_ascii=False, sort_keys=True)
-    if item.expiration_date:
-        metadata[EXPIRES_KEY] = item.expiration_date
-    return metadata
-
-
-# record mapping ---------------------------------------------------------------------------
-
-
-def _unit_order(unit: dict[str, Any]) -> tuple[str, int]:
-    """Units of one document in the order they were written (chunk index, then time)."""
-    chunk = str(unit.get("chunk_id") or "")
-    tail = chunk.rsplit("_", 1)[-1]
-    return (str(unit.get("mentioned_at") or ""), int(tail) if tail.isdigit() else 0)
-
-
-def version_of(units: list[dict[str, Any]]) -> str:
-    """Changes whenever a unit is replaced (new id) or rewritten (new updated_at)."""
-    stamps = sorted(f"{u.get('id')}@{u.get('updated_at') or ''}" for u in units)
-    return hashlib.sha256("|".join(stamps).encode()).hexdigest()[:32]
-
-
-def record_from_units(
-    record_id: str, units: list[dict[str, Any]], scope_key: str, text: str | None = None
-) -> Record | Skipped:
-    """One document's memory units as a Record, or Skipped (by id) when they hold no text.
-
-    ``text`` is the document's own text, passed when it was cut into several units: their
-    texts joined would not give back what was written.
-    """
-    units = sorted(units, key=_unit_order)
-    if text is None:
-        text = "\n".join(str(u.get("text") or "") for u in units)
-    if is_blank(text):
-        return Skipped(record_id, EMPTY_REASON)
-    raw = dict(units[0].get("metadata") or {})
-    origin = raw.pop(ORIGIN_KEY, None)
-    expires = raw.pop(EXPIRES_KEY, None)
-    provenance = _decode_provenance(raw.pop(PROVENANCE_KEY, None))
-    metadata = {str(k): decode_value(v) for k, v in raw.items()}
-    context = units[0].get("context")
-    if context:
-        provenance["context"] = context
-    tags = sorted({t for u in units for t in (u.get("tags") or [])})
-    if tags:
-        provenance["tags"] = tags
-    provenance["fact_types"] = sorted({str(u.get("fact_type") or "") for u in units})
-    provenance["memory_ids"] = [str(u.get("id")) for u in units]
-    mentioned = [parse_instant(u.get("mentioned_at")) for u in units]
-    first = min((m for m in mentioned if m is not None), default=None)
-    updated = [str(u["updated_at"]) for u in units if u.get("updated_at")]
-    return Record(
-        id=record_id,
-        content=text,
-        metadata=metadata,
-        scope_key=scope_key,
-        created_at=first.isoformat() if first else None,
-        updated_at=max(updated, key=_instant_key) if updated else None,
-        version=version_of(units),
-        provenance=provenance,
-        origin=origin if isinstance(origin, str) and origin else None,
-        expiration_date=expires if isinstance(expires, str) and expires else None,
-    )
-
-
-def _decode_provenance(value: Any) -> dict[str, Any]:
-    if not isinstance(value, str):
-        return {}
-    try:
-        decoded = json.loads(value)
-    except ValueError:
-        return {}
-    return decoded if isinstance(decoded, dict) else {}
-
-
-def _instant_key(value: str) -> float:
-    instant = parse_instant(value)
-    return instant.timestamp() if instant else 0.0
-
-
-def _utc_iso(value: str) -> str:
-    instant = parse_instant(value)
-    if instant is None:
-        return value
-    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-# ids --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DocumentRef:
-    """Where one record lives: its bank and its document id."""
-
-    bank: str
-    document: str
-
-
-# the provider -----------------------------------------------------------------------------
 
 
 class HindsightProvider(HttpProvider):
@@ -475,7 +324,7 @@ class HindsightProvider(HttpProvider):
             "update_mode": "replace",
         }
         if item.created_at:
-            entry["timestamp"] = _utc_iso(item.created_at)
+            entry["timestamp"] = utc_iso(item.created_at)
         context = item.provenance.get("context")
         if isinstance(context, str) and context:
             entry["context"] = context
@@ -503,115 +352,11 @@ class HindsightProvider(HttpProvider):
         return held
 
 
-class HindsightListing(Listing):
-    """Full pass over the memory-unit list, or the documents written since a cursor."""
-
-    def __init__(self, provider: HindsightProvider, cursor: str | None) -> None:
-        super().__init__()
-        self.provider = provider
-        self.since = cursor
-        self.mode = "incremental" if cursor else "full"
-        self.observations = 0  # derived units left out, for whoever wants to say so
-        self.tombstones_expired = True  # expired memories are deleted here, kept by memsync
-        self.expired: list[str] = []
-
-    def pages(self) -> Iterator[Page]:
-        provider = self.provider
-        banks, steady = provider.banks()
-        if not steady:
-            self.mark_partial("the bank list changed while it was read")
-        newest: str | None = self.since
-        for bank in banks:
-            if self.since is None:
-                units, held = provider.units(bank)
-                if not held:
-                    self.mark_partial(f"bank {bank!r} changed while it was read")
-                newest = _latest(newest, (u.get("updated_at") for u in units))
-                yield from self._records(bank, units)
-            else:
-                documents, held = provider.changed_documents(bank, self._window_start())
-                if not held:
-                    self.mark_partial(f"bank {bank!r} changed while it was read")
-                newest = _latest(newest, (d.get("updated_at") for d in documents))
-                for document in documents:
-                    units, held = provider.units(bank, document_id=str(document["id"]))
-                    if not held:
-                        self.mark_partial(f"document {document['id']!r} changed while read")
-                    if units:
-                        yield from self._records(bank, units)
-        for record_id in self.expired:  # after the pass: deleting mid-pass shifts offsets
-            provider.delete(record_id)
-        if self.partial_reason is None:
-            # A partial pass keeps no cursor, so the next listing starts over in full.
-            self.cursor = newest
-            self.complete = self.mode == "full"  # incremental passes never imply deletes
-
-    def _window_start(self) -> str:
-        """The cursor minus the look-back: writes that committed late are read again."""
-        assert self.since is not None
-        instant = parse_instant(self.since)
-        if instant is None:
-            raise ProviderError(
-                f"{self.provider.name}: the saved cursor {self.since!r} is not a timestamp; "
-                "run a full sync to reset it"
-            )
-        start = instant - timedelta(seconds=self.provider.lookback)
-        return start.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-    def _records(self, bank: str, units: list[dict[str, Any]]) -> Iterator[Page]:
-        by_document: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        page = Page([])
-        for unit in units:
-            if unit.get("fact_type") == OBSERVATION:
-                self.observations += 1
-                continue
-            document = unit.get("document_id")
-            if not document:
-                page.skipped.append(Skipped(str(unit.get("id")), NO_DOCUMENT_REASON))
-                continue
-            by_document[str(document)].append(unit)
-        groups = list(by_document.items())
-        texts = read_concurrently(
-            lambda entry: self.provider.document_text(DocumentRef(bank, entry[0]), entry[1]),
-            groups,
-            self.provider.concurrency,
-        )
-        for (document, group), text in zip(groups, texts, strict=True):
-            if isinstance(text, Exception):
-                raise text
-            ref = DocumentRef(bank, document)
-            result = record_from_units(self.provider.record_id(ref), group, bank, text)
-            if isinstance(result, Skipped):
-                page.skipped.append(result)
-            elif result.expired:
-                self.expired.append(result.id)
-            else:
-                page.records.append(result)
-            if len(page.records) >= self.provider.page_size:
-                yield page
-                page = Page([])
-        if page.records or page.skipped:
-            yield page
-
-
 def _total(provider: str, body: dict[str, Any], where: str) -> int:
     total = body.get("total")
     if not isinstance(total, int) or isinstance(total, bool) or total < 0:
         raise InvalidResponse(f"{provider}: {where} answered without a valid 'total'")
     return total
-
-
-def _latest(current: str | None, stamps: Iterable[Any]) -> str | None:
-    """The newest of the current cursor and the timestamps seen."""
-    best = current
-    for stamp in stamps:
-        if (
-            isinstance(stamp, str)
-            and stamp
-            and (best is None or _instant_key(stamp) > _instant_key(best))
-        ):
-            best = stamp
-    return best
 
 
 def build(name: str, entry: HindsightConfig, config: Config) -> HindsightProvider:

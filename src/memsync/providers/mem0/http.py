@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from memsync.errors import ProviderError
 from memsync.providers.base import WriteOp
-from memsync.providers.http import HttpProvider
+from memsync.providers.http.provider import HttpProvider
 from memsync.providers.mem0.convert import SCOPE_IDS, record_from_mem0, scope_key_of
 from memsync.records import Outgoing, Record, is_blank
 

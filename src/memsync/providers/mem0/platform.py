@@ -48,12 +48,9 @@ from memsync.providers.base import (
     require_content,
 )
 from memsync.providers.concurrent import PagesAhead, lanes
-from memsync.providers.http import (
-    DEFAULT_CONCURRENCY,
-    RetryPolicy,
-    expect_list,
-    expect_object,
-)
+from memsync.providers.http.provider import DEFAULT_CONCURRENCY
+from memsync.providers.http.retry import RetryPolicy
+from memsync.providers.http.shapes import expect_list, expect_object
 from memsync.providers.mem0.convert import (
     metadata_for_mem0,
     record_from_mem0,

@@ -1,0 +1,93 @@
+"""The base of every remote provider: one HttpClient per cycle, writes a few at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+
+from memsync.providers.base import Provider, WriteOp, WriteResult
+from memsync.providers.concurrent import write_concurrently
+from memsync.providers.http.auth import AuthScheme, check_base_url
+from memsync.providers.http.client import HttpClient
+from memsync.providers.http.retry import RetryPolicy
+from memsync.secrets import Secret
+
+DEFAULT_CONCURRENCY = 8
+
+
+class HttpProvider(Provider):
+    """A provider over one HTTP API: one client per cycle, made on first use, closed after.
+
+    Subclasses pass their connection settings up and use ``self.http``; those that keep
+    per-cycle state (a resolved dataset id, detected server features) extend ``close``.
+    Writes run ``concurrency`` at a time (each a round trip spent waiting on the network),
+    one logical memory's writes in order; ``prepare_writes`` settles shared state first.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        base_url: str,
+        *,
+        secret: Secret | None,
+        auth: AuthScheme,
+        timeout: float = 30.0,
+        allow_insecure_http: bool = False,
+        transport: httpx.BaseTransport | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+    ) -> None:
+        super().__init__(name)
+        check_base_url(name, base_url, allow_insecure_http=allow_insecure_http)
+        self.concurrency = max(1, concurrency)
+        self.base_url = base_url.rstrip("/")
+        self.secret = secret
+        self.timeout = timeout
+        self.allow_insecure_http = allow_insecure_http
+        self._client_args: dict[str, Any] = dict(
+            secret=secret,
+            auth=auth if secret is not None else "none",
+            timeout=timeout,
+            allow_insecure_http=allow_insecure_http,
+            transport=transport,
+            retry=retry,
+            concurrency=self.concurrency,
+            **({"sleep": sleep} if sleep is not None else {}),
+        )
+        self._http: HttpClient | None = None
+
+    def open(self) -> None:
+        if self._http is None:
+            self._http = HttpClient(self.name, self.base_url, **self._client_args)
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+
+    @property
+    def http(self) -> HttpClient:
+        if self._http is None:
+            self.open()
+        assert self._http is not None
+        return self._http
+
+    def prepare_writes(self, ops: list[WriteOp]) -> None:
+        """Resolve, once and before the workers start, what every write of ``ops`` needs."""
+
+    def write_many(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
+        """Up to ``concurrency`` writes in flight; results as each one is durable."""
+        if not ops:
+            return
+        try:
+            self.prepare_writes(ops)
+        except Exception as exc:  # every op gets its outcome, as if each had tried
+            for op in ops:
+                yield WriteResult(op, error=exc)
+            return
+        yield from write_concurrently(
+            ops, lambda lane: Provider.write_many(self, lane), self.concurrency
+        )
