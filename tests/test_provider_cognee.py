@@ -17,7 +17,8 @@ from memsync.config import parse_config
 from memsync.errors import AuthError, InvalidResponse, ProviderError, TransientProviderError
 from memsync.providers import build_provider
 from memsync.providers.base import Provider, WriteOp
-from memsync.providers.cognee.provider import CREATED_KEY, CogneeProvider, text_file_name
+from memsync.providers.cognee.convert import CREATED_KEY, text_file_name
+from memsync.providers.cognee.provider import CogneeProvider
 from memsync.providers.http.retry import RetryPolicy
 from memsync.records import ORIGIN_KEY
 from memsync.secrets import Secret

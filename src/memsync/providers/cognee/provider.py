@@ -1,8 +1,7 @@
 """``cognee``: one Cognee dataset over Cognee's HTTP API (cognee 1.6.5).
 
-A record is one data item of the dataset: its id is Cognee's data id, its text the item's
-raw file, its metadata the item's ``external_metadata`` (which also carries memsync's origin
-marker, provenance and the memory's own created_at, since Cognee stamps its own).
+A record is one data item of the dataset (see ``convert``); a listing reads the dataset page by
+page (see ``listing``).
 
 Writes upload the text as a ``text_<md5>.txt`` file rather than as ``raw_data``: Cognee reads
 a raw string that looks like a URL, an ``s3://`` or ``file://`` address or an existing local
@@ -18,7 +17,6 @@ the old one: **the memory's id changes on update**, and the new record says so.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import uuid
@@ -32,98 +30,31 @@ from memsync.errors import AuthError, InvalidResponse, NotFound, ProviderError
 from memsync.providers.base import (
     Capabilities,
     Listing,
-    Page,
     Provider,
     WriteOp,
     WriteResult,
     require_content,
     stored_text,
 )
-from memsync.providers.concurrent import PagesAhead, lane_of, read_concurrently
+from memsync.providers.cognee.convert import (
+    external_metadata_for,
+    record_from_item,
+    text_file_name,
+)
+from memsync.providers.cognee.listing import CogneeListing
+from memsync.providers.concurrent import lane_of
 from memsync.providers.http.auth import AuthScheme
 from memsync.providers.http.provider import DEFAULT_CONCURRENCY, HttpProvider
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.http.shapes import expect_list, expect_object
-from memsync.records import ORIGIN_KEY, Outgoing, Record, Skipped
+from memsync.records import Outgoing, Record, Skipped
 from memsync.secrets import Secret, resolve_secret
 
 log = logging.getLogger("memsync.cognee")
 
 API = "/api/v1"
 PAGE_SIZE = 500  # the data route takes 1..1000
-PROVENANCE_KEY = "memsync_provenance"
-CREATED_KEY = "memsync_created_at"
-# Cognee has no expiry. The date travels here, so it round-trips; an expired memory is still
-# served by Cognee (it cannot restore an item: taking it out would need memsync to re-create
-# it under a new id it cannot tell from a deleted one). See docs/reliability.md.
-EXPIRES_KEY = "memsync_expiration_date"
-# Keys Cognee itself gives meaning to inside external_metadata; a user key of the same name
-# is stored under this prefix so Cognee never reads it as its own.
-COGNEE_KEYS = ("node_set", "_cognee")
-ESCAPED_KEY = "memsync_key:"
 TEXT_TYPES = ("text/", "application/json")
-EMPTY_REASON = "empty content"
-
-
-# metadata ---------------------------------------------------------------------------------
-
-
-def external_metadata_for(item: Outgoing) -> dict[str, Any]:
-    """What memsync stores with an item: user metadata, origin, provenance, created_at."""
-    metadata: dict[str, Any] = {
-        (ESCAPED_KEY + key if key in COGNEE_KEYS else key): value
-        for key, value in item.metadata.items()
-    }
-    metadata[ORIGIN_KEY] = item.origin
-    provenance = {k: v for k, v in item.provenance.items() if v is not None}
-    if provenance:
-        metadata[PROVENANCE_KEY] = provenance
-    if item.created_at:
-        metadata[CREATED_KEY] = item.created_at
-    if item.expiration_date:
-        metadata[EXPIRES_KEY] = item.expiration_date
-    return metadata
-
-
-def text_file_name(text: str) -> str:
-    """The name Cognee gives raw text (``text_<md5 of the UTF-8 bytes>.txt``)."""
-    return f"text_{hashlib.md5(text.encode('utf-8')).hexdigest()}.txt"
-
-
-def record_from_item(item: dict[str, Any], text: str, scope_key: str) -> Record | Skipped:
-    """One data item (camelCase, as the API answers) and its text as a Record."""
-    data_id = str(item.get("id") or "")
-    if not text.strip():
-        return Skipped(data_id, EMPTY_REASON)
-    stored = dict(item.get("externalMetadata") or {})
-    origin = stored.pop(ORIGIN_KEY, None)
-    provenance = stored.pop(PROVENANCE_KEY, None)
-    provenance = dict(provenance) if isinstance(provenance, dict) else {}
-    created = stored.pop(CREATED_KEY, None)
-    expires = stored.pop(EXPIRES_KEY, None)
-    for key in COGNEE_KEYS:
-        if key in stored:
-            provenance[key] = stored.pop(key)
-    metadata = {
-        (key[len(ESCAPED_KEY) :] if key.startswith(ESCAPED_KEY) else key): value
-        for key, value in stored.items()
-    }
-    for field in ("name", "label", "mimeType", "dataSize"):
-        if item.get(field) is not None:
-            provenance.setdefault(field, item[field])
-    updated = item.get("updatedAt") or item.get("createdAt")
-    return Record(
-        id=data_id,
-        content=text,
-        metadata=metadata,
-        scope_key=scope_key,
-        created_at=created if isinstance(created, str) else item.get("createdAt"),
-        updated_at=updated,
-        version=f"{item.get('name') or ''}@{updated or ''}",
-        provenance=provenance,
-        origin=origin if isinstance(origin, str) and origin else None,
-        expiration_date=expires if isinstance(expires, str) and expires else None,
-    )
 
 
 def _is_uuid(value: str) -> bool:
@@ -132,9 +63,6 @@ def _is_uuid(value: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-# the provider -----------------------------------------------------------------------------
 
 
 class CogneeProvider(HttpProvider):
@@ -450,87 +378,6 @@ class CogneeProvider(HttpProvider):
             origin=item.origin,
             expiration_date=item.expiration_date,
         )
-
-
-class CogneeListing(Listing):
-    """The dataset's items page by page, complete only when the count held and all were seen.
-
-    ``GET .../data`` pages by offset over ``created_at`` and is not a snapshot: a write
-    during the pass shifts the pages. The count before and after must agree with the number
-    of distinct items seen, or the listing is partial.
-    """
-
-    def __init__(self, provider: CogneeProvider) -> None:
-        super().__init__()
-        self.provider = provider
-
-    def pages(self) -> Iterator[Page]:
-        provider = self.provider
-        dataset_id = provider.dataset_id()
-        if dataset_id is not None:
-            try:
-                before = provider.count(dataset_id)
-            except AuthError:
-                if not provider.gone():
-                    raise
-                dataset_id = None
-        if dataset_id is None:
-            self.complete = True  # no dataset of that name: it holds nothing
-            return
-        seen: set[str] = set()
-        repeated = 0
-        # The count said how many pages there are: they are fetched ahead.
-        ahead = PagesAhead(
-            lambda n: provider.items(dataset_id, (n - 1) * provider.page_size),
-            provider.concurrency,
-        )
-        ahead.last = -(-before // provider.page_size)
-        number = 1
-        try:
-            while True:
-                items = ahead.get(number)
-                page = Page([])
-                fresh = []
-                for item in items:
-                    if item["id"] in seen:
-                        repeated += 1  # the pages shifted under the listing
-                        continue
-                    seen.add(item["id"])
-                    fresh.append(item)
-                texts = read_concurrently(
-                    lambda item: provider.text_of(dataset_id, item), fresh, provider.concurrency
-                )
-                for item, text in zip(fresh, texts, strict=True):
-                    if isinstance(text, NotFound):
-                        self.mark_partial(f"item {item['id']} vanished while the dataset was read")
-                        continue
-                    if isinstance(text, Exception):
-                        raise text
-                    result = (
-                        text
-                        if isinstance(text, Skipped)
-                        else record_from_item(item, text, provider.dataset)
-                    )
-                    if isinstance(result, Skipped):
-                        page.skipped.append(result)
-                    else:
-                        page.records.append(result)
-                if page.records or page.skipped:
-                    yield page
-                if len(items) < provider.page_size:
-                    break
-                number += 1
-        finally:
-            ahead.close()
-        after = provider.count(dataset_id)
-        if repeated or not before == after == len(seen):
-            self.mark_partial(
-                f"dataset {provider.dataset!r} changed while it was read "
-                f"(count {before} before, {after} after, {len(seen)} items seen, "
-                f"{repeated} seen twice)"
-            )
-        elif self.partial_reason is None:
-            self.complete = True
 
 
 def build(name: str, entry: CogneeConfig, config: Config) -> CogneeProvider:
