@@ -110,7 +110,7 @@ def _from_payloads(provider: Any, keys: tuple[str, ...], fixed: Mapping[str, str
 def _from_admin_listing(
     provider: Any, keys: tuple[str, ...], fixed: Mapping[str, str]
 ) -> Discovery:
-    from memsync.providers.mem0.server import MAX_TOP_K
+    from memsync.providers.mem0.server_listing import MAX_TOP_K
 
     wildcard = " and ".join(f'{k} = "*"' for k in keys)
     try:

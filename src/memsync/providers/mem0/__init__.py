@@ -1,7 +1,9 @@
 """Mem0 as a provider family: the library in-process, the self-hosted server, the hosted platform.
 
-``oss`` (type ``mem0-oss``), ``server`` (``mem0-server``) and ``platform`` (``mem0-platform``)
-are the three provider types; ``convert`` maps Mem0's memory shape to memsync's Record and
-back for all three, ``paging`` makes ``get_all``'s capped listings complete, ``http`` holds
-what the two HTTP types share, and ``embed_ahead``/``hash_embedder`` serve the library type.
+- ``oss`` (type ``mem0-oss``), with ``oss_memory`` (the open Memory) and ``oss_config`` (the
+  offline config it runs with); ``embed_ahead`` and ``hash_embedder`` serve it too.
+- ``server`` (type ``mem0-server``), with ``server_features`` and ``server_listing``.
+- ``platform`` (type ``mem0-platform``), with ``platform_listing``.
+- Shared by all three: ``convert`` (Mem0's memory shape <-> memsync's Record) and ``paging``
+  (complete listings from ``get_all``'s capped ``top_k``); by the two HTTP types: ``http``.
 """

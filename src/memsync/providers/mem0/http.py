@@ -1,6 +1,6 @@
 """What the two Mem0 HTTP providers (self-hosted server, hosted platform) have in common.
 
-Both hold one Mem0 scope, read a memory by id and map it with ``mem0_common``; they differ
+Both hold one Mem0 scope, read a memory by id and map it with ``convert``; they differ
 in routes, auth and listing, which each keeps in its own module.
 """
 

@@ -9,14 +9,7 @@ the entity ids at the top level (``run_id``, which list results call ``session_i
 ``{"memories": [{"memory_id", "text", "metadata"}]}``. 2.2.1 resolves org and project from
 the key; when ``org_id``/``project_id`` are configured they go as query parameters, the form
 earlier clients used. The client's telemetry headers (``Mem0-User-ID``, a hash of the key)
-are not sent.
-
-Offset paging shifts when memories are written while it runs, so a full listing is complete
-only when every page reports the same ``count``, no memory repeats and the pages hold exactly
-``count`` memories. Incremental listings filter on ``updated_at >= cursor - lookback`` (the
-look-back absorbs late-visible writes). They never reveal deletes (``removed`` stays empty;
-the engine infers deletes only from a full pass), and like full ones they are ``complete`` and
-carry a cursor only when the same count checks prove the pass whole.
+are not sent. Listings: see ``platform_listing``.
 
 Writes send ``infer: false``, which makes an add synchronous and keeps the Platform's LLM
 from rewriting the memory; an add that comes back queued is reported, never trusted.
@@ -26,8 +19,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from datetime import datetime, timedelta
+from typing import Any
 
 import httpx
 
@@ -42,12 +35,11 @@ from memsync.errors import (
 from memsync.providers.base import (
     Capabilities,
     Listing,
-    Page,
     WriteOp,
     WriteResult,
     require_content,
 )
-from memsync.providers.concurrent import PagesAhead, lanes
+from memsync.providers.concurrent import lanes
 from memsync.providers.http.provider import DEFAULT_CONCURRENCY
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.http.shapes import expect_list, expect_object
@@ -57,7 +49,8 @@ from memsync.providers.mem0.convert import (
     version_of,
 )
 from memsync.providers.mem0.http import Mem0HttpProvider, path_segment
-from memsync.records import Outgoing, Record, Skipped, parse_instant
+from memsync.providers.mem0.platform_listing import PlatformListing, utc_iso
+from memsync.records import Outgoing, Record, parse_instant
 from memsync.secrets import Secret, resolve_secret
 
 DEFAULT_BASE_URL = "https://api.mem0.ai"
@@ -135,12 +128,12 @@ class Mem0PlatformProvider(Mem0HttpProvider):
 
     def listing(self, cursor: str | None = None) -> Listing:
         last = parse_instant(cursor) if cursor else None
-        return _PlatformListing(self, last)
+        return PlatformListing(self, last)
 
     def _filters(self, since: datetime | None) -> dict[str, Any]:
         conditions: list[dict[str, Any]] = [{k: v} for k, v in self.scope.items()]
         if since is not None:
-            conditions.append({"updated_at": {"gte": _iso(since)}})
+            conditions.append({"updated_at": {"gte": utc_iso(since)}})
         return conditions[0] if len(conditions) == 1 else {"AND": conditions}
 
     def _page(self, number: int, filters: dict[str, Any]) -> dict[str, Any]:
@@ -344,88 +337,6 @@ class Mem0PlatformProvider(Mem0HttpProvider):
             "text": op.item.content,
             "metadata": metadata_for_mem0(op.item, replacing=replacing),
         }
-
-
-class _PlatformListing(Listing):
-    """Offset pages of the v3 list, trusted only when counts and pages agree."""
-
-    def __init__(self, provider: Mem0PlatformProvider, last: datetime | None) -> None:
-        super().__init__()
-        self.provider = provider
-        self.last = last
-        self.since = last - provider.lookback if last is not None else None
-        self.mode: Literal["full", "incremental"] = "incremental" if last else "full"
-
-    def pages(self) -> Iterator[Page]:
-        provider = self.provider
-        filters = provider._filters(self.since)
-        seen: set[str] = set()
-        repeated = 0
-        counts: list[int | None] = []
-        newest = self.last
-        number = 1
-        # Once the first page has told the count, the pages it implies are fetched ahead.
-        ahead = PagesAhead(lambda n: provider._page(n, filters), provider.concurrency)
-        try:
-            while True:
-                body = ahead.get(number)
-                counts.append(body["count"])
-                if number == 1 and counts[0] is not None:
-                    ahead.last = -(-counts[0] // provider.page_size)
-                page = Page([])
-                for raw in body["results"]:
-                    if not isinstance(raw, dict) or not raw.get("id"):
-                        self.mark_partial("the Platform listed an entry without an id")
-                        continue
-                    if str(raw["id"]) in seen:
-                        repeated += 1
-                        continue
-                    seen.add(str(raw["id"]))
-                    updated = parse_instant(raw.get("updated_at"))
-                    if updated is not None and (newest is None or updated > newest):
-                        newest = updated
-                    item = record_from_mem0(raw, provider.scope_key())
-                    if isinstance(item, Skipped):
-                        page.skipped.append(item)
-                    else:
-                        page.records.append(item)
-                        provider._dated[item.id] = bool(item.expiration_date)
-                if page.records or page.skipped:
-                    yield page
-                expected_pages = -(-(counts[0] or 0) // provider.page_size) + 2
-                if not body.get("next") or not body["results"]:
-                    break
-                if number >= expected_pages:
-                    self.mark_partial("the Platform kept offering pages past its own count")
-                    break
-                number += 1
-        finally:
-            ahead.close()
-        self._judge(counts, len(seen), repeated, newest)
-
-    def _judge(
-        self, counts: list[int | None], unique: int, repeated: int, newest: datetime | None
-    ) -> None:
-        first = counts[0]
-        if first is None:
-            self.mark_partial("the Platform's list answered no count to check the pages against")
-        elif any(c != first for c in counts):
-            self.mark_partial(
-                f"the count changed while paging ({first} -> {counts[-1]}): memories were "
-                "written or deleted meanwhile, so offset pages may have skipped some"
-            )
-        elif repeated:
-            self.mark_partial(f"offset paging listed {repeated} memories twice (data shifted)")
-        elif unique != first:
-            self.mark_partial(f"the pages held {unique} memories but the Platform counted {first}")
-        if self.partial_reason is not None:
-            return
-        self.cursor = _iso(newest) if newest is not None else None
-        self.complete = True
-
-
-def _iso(instant: datetime) -> str:
-    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def build(name: str, entry: Mem0PlatformConfig, config: Config) -> Mem0PlatformProvider:

@@ -1,19 +1,14 @@
 """``mem0-server``: Mem0's self-hosted REST server (FastAPI, ``server/main.py`` upstream).
 
 Routes used: ``GET /memories?user_id&agent_id&run_id&top_k`` (no cursor: ``top_k`` is raised
-until a call comes back short, ADR-0024, via ``mem0_paging``), ``GET/PUT/DELETE
+until a call comes back short, ADR-0024, via ``paging``), ``GET/PUT/DELETE
 /memories/{id}``, ``POST /memories`` and ``GET /openapi.json``.
 
-memsync never lets a write trigger LLM extraction: creates send ``infer: false``. Servers from
-before that field silently drop it and extract anyway, so before the first create the server
-must prove it knows ``infer`` — from its OpenAPI schema, or, when that is hidden, from a probe
-that cannot write (an invalid ``infer`` with no scope id: a server that knows the field answers
-422 about it; one that does not answers 400 for the missing id). Unproven means no writes.
-The same schema (or a ``top_k=1`` probe) proves ``top_k`` is honoured: a server that ignores it
-returns its own default page, and a listing from it is never called complete.
+memsync never lets a write trigger LLM extraction: creates send ``infer: false``, and only to a
+server that proved it knows the field (see ``server_features``). Listings: ``server_listing``.
 
 Mem0's update merges metadata, so an update tombstones the keys the memory had and the item
-has not (``mem0_common.TOMBSTONE``); which keys it had comes from the staging store through
+has not (``convert.TOMBSTONE``); which keys it had comes from the staging store through
 the op (read from the server only when a caller has no staged copy). One request per write:
 a create's answer names the new id and echoes the text, and an update's answer carries nothing
 more than what was sent, so neither is read back. A missing memory is a NotFound on every
@@ -23,8 +18,7 @@ server version (older ones answer 500 to a PUT or DELETE of one).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Literal
 
@@ -32,38 +26,28 @@ import httpx
 
 from memsync.config import Config, Mem0ServerConfig
 from memsync.errors import (
-    AuthError,
     ConfigError,
     NotFound,
     ProviderError,
     TransientProviderError,
 )
-from memsync.providers.base import Capabilities, Listing, Page, WriteOp, require_content
+from memsync.providers.base import Capabilities, Listing, WriteOp, require_content
 from memsync.providers.http.provider import DEFAULT_CONCURRENCY
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.http.shapes import expect_list, expect_object
 from memsync.providers.mem0.convert import (
     metadata_for_mem0,
-    record_from_mem0,
     version_of,
 )
 from memsync.providers.mem0.http import Mem0HttpProvider, path_segment
-from memsync.providers.mem0.paging import fetch_all
-from memsync.records import Outgoing, Record, Skipped
+from memsync.providers.mem0.server_features import (
+    ServerFeatures,
+    features_from_openapi,
+    features_from_probes,
+)
+from memsync.providers.mem0.server_listing import MAX_TOP_K, ServerListing
+from memsync.records import Outgoing, Record
 from memsync.secrets import Secret, resolve_secret
-
-MAX_TOP_K = 1000  # the server validates top_k in 0..1000
-PAGE_SIZE = 200
-
-
-@dataclass(frozen=True)
-class ServerFeatures:
-    """What the server proved it supports; None when it could not be told."""
-
-    infer: bool | None
-    top_k: bool | None
-    how: str
-    show_expired: bool | None = None  # lists expired memories when asked (since 2026-06)
 
 
 class Mem0ServerProvider(Mem0HttpProvider):
@@ -126,51 +110,10 @@ class Mem0ServerProvider(Mem0HttpProvider):
     def features(self) -> ServerFeatures:
         """Whether the server knows ``infer`` and ``top_k``, proven once per cycle."""
         if self._features is None:
-            self._features = self._features_from_openapi() or self._features_from_probes()
+            self._features = features_from_openapi(self.http) or features_from_probes(
+                self.http, self._get_all
+            )
         return self._features
-
-    def _features_from_openapi(self) -> ServerFeatures | None:
-        try:
-            doc = self.http.get("/openapi.json")
-        except (TransientProviderError, AuthError):
-            raise
-        except ProviderError:  # hidden (404) or refused: fall back to probing
-            return None
-        if not isinstance(doc, dict):
-            return None
-        paths = doc.get("paths", {}).get("/memories", {})
-        if not isinstance(paths, dict) or "post" not in paths:
-            return None
-        try:
-            body = paths["post"]["requestBody"]["content"]["application/json"]["schema"]
-            create = _resolve(doc, body)
-        except (KeyError, TypeError):
-            return None
-        infer = "infer" in (create.get("properties") or {})
-        parameters = paths.get("get", {}).get("parameters") or []
-        named = {p.get("name") for p in parameters if isinstance(p, dict)}
-        return ServerFeatures(
-            infer=infer,
-            top_k="top_k" in named,
-            how="its OpenAPI schema",
-            show_expired="show_expired" in named,
-        )
-
-    def _features_from_probes(self) -> ServerFeatures:
-        probe = self.http.request(
-            "POST",
-            "/memories",
-            json={"messages": [], "infer": "memsync-probe"},
-            idempotent=True,
-            accept=(400, 422),  # cannot write: no scope id, no messages
-        )
-        infer: bool | None = None
-        if probe.status_code == 422:
-            infer = _complains_about(probe, "infer")
-        elif probe.status_code == 400:
-            infer = False
-        sample = self._get_all(1)
-        return ServerFeatures(infer=infer, top_k=len(sample) <= 1, how="probing the server")
 
     # reads ----------------------------------------------------------------------------
 
@@ -185,7 +128,7 @@ class Mem0ServerProvider(Mem0HttpProvider):
         return f"reachable, {count} memories in scope; {writes} (checked by {features.how})"
 
     def listing(self, cursor: str | None = None) -> Listing:
-        return _ServerListing(self)
+        return ServerListing(self)
 
     def versions_changed_since(self, since: datetime) -> dict[str, str | None]:
         """The server has no updated_at filter: one get_all call (up to its 1000 cap) gives
@@ -305,85 +248,6 @@ class Mem0ServerProvider(Mem0HttpProvider):
             f"(checked by {features.how}), so it could run LLM extraction and store rewritten "
             "facts instead of the memory; upgrade the server to a release that accepts infer"
         )
-
-
-class _ServerListing(Listing):
-    """One get_all snapshot, proven whole by a short call, handed out in pages."""
-
-    def __init__(self, provider: Mem0ServerProvider) -> None:
-        super().__init__()
-        self.provider = provider
-
-    def pages(self) -> Iterator[Page]:
-        provider = self.provider
-        features = provider.features()
-        self.hides_expired = not features.show_expired
-        ignored_top_k = False
-
-        def get_all(top_k: int) -> list[Any]:
-            nonlocal ignored_top_k
-            results = provider._get_all(top_k)
-            ignored_top_k = ignored_top_k or len(results) > top_k
-            return results
-
-        start = max(1, min(provider.start_top_k, MAX_TOP_K))
-        fetched = fetch_all(get_all, start=start, limit=MAX_TOP_K)
-        page = Page([])
-        seen: set[str] = set()
-        for raw in fetched.items:
-            if not isinstance(raw, dict):
-                self.mark_partial("the server listed something that is not a memory")
-                continue
-            item = record_from_mem0(raw, provider.scope_key())
-            if item.id in seen:
-                self.mark_partial(f"the server listed memory {item.id} twice")
-                continue
-            seen.add(item.id)
-            if isinstance(item, Skipped):
-                page.skipped.append(item)
-            else:
-                page.records.append(item)
-            if len(page.records) >= PAGE_SIZE:
-                yield page
-                page = Page([])
-        if page.records or page.skipped:
-            yield page
-        if not fetched.complete:
-            self.mark_partial(
-                f"the scope holds {MAX_TOP_K} or more memories, the most the server returns "
-                "in one call (get_all has no cursor)"
-            )
-        elif not features.top_k or ignored_top_k:
-            self.mark_partial(
-                "the server ignores top_k on GET /memories, so a short answer may be its "
-                "default cap; upgrade the server to infer deletes from it"
-            )
-        if self.partial_reason is None:
-            self.complete = True
-
-
-def _resolve(doc: Mapping[str, Any], schema: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Follow one local ``$ref`` (FastAPI puts request models under components/schemas)."""
-    ref = schema.get("$ref")
-    if not isinstance(ref, str) or not ref.startswith("#/"):
-        return schema
-    node: Any = doc
-    for part in ref[2:].split("/"):
-        node = node[part]
-    if not isinstance(node, Mapping):
-        raise TypeError(ref)
-    return node
-
-
-def _complains_about(response: httpx.Response, field: str) -> bool:
-    """Whether a FastAPI 422 names ``field`` among the invalid parts of the body."""
-    try:
-        detail = response.json().get("detail")
-    except (ValueError, AttributeError):
-        return False
-    return isinstance(detail, list) and any(
-        isinstance(e, dict) and field in (e.get("loc") or []) for e in detail
-    )
 
 
 def build(name: str, entry: Mem0ServerConfig, config: Config) -> Mem0ServerProvider:

@@ -1,0 +1,102 @@
+"""Which Mem0 server this is: whether it knows ``infer`` and ``top_k``, told without writing.
+
+memsync never lets a write trigger LLM extraction: creates send ``infer: false``. Servers from
+before that field silently drop it and extract anyway, so before the first create the server
+must prove it knows ``infer`` — from its OpenAPI schema, or, when that is hidden, from a probe
+that cannot write (an invalid ``infer`` with no scope id: a server that knows the field answers
+422 about it; one that does not answers 400 for the missing id). Unproven means no writes.
+The same schema (or a ``top_k=1`` probe) proves ``top_k`` is honoured: a server that ignores it
+returns its own default page, and a listing from it is never called complete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from memsync.errors import AuthError, ProviderError, TransientProviderError
+from memsync.providers.http.client import HttpClient
+
+
+@dataclass(frozen=True)
+class ServerFeatures:
+    """What the server proved it supports; None when it could not be told."""
+
+    infer: bool | None
+    top_k: bool | None
+    how: str
+    show_expired: bool | None = None  # lists expired memories when asked (since 2026-06)
+
+
+def features_from_openapi(http: HttpClient) -> ServerFeatures | None:
+    """What the server's OpenAPI schema says it supports; None when it shows no schema."""
+    try:
+        doc = http.get("/openapi.json")
+    except (TransientProviderError, AuthError):
+        raise
+    except ProviderError:  # hidden (404) or refused: fall back to probing
+        return None
+    if not isinstance(doc, dict):
+        return None
+    paths = doc.get("paths", {}).get("/memories", {})
+    if not isinstance(paths, dict) or "post" not in paths:
+        return None
+    try:
+        body = paths["post"]["requestBody"]["content"]["application/json"]["schema"]
+        create = _resolve(doc, body)
+    except (KeyError, TypeError):
+        return None
+    infer = "infer" in (create.get("properties") or {})
+    parameters = paths.get("get", {}).get("parameters") or []
+    named = {p.get("name") for p in parameters if isinstance(p, dict)}
+    return ServerFeatures(
+        infer=infer,
+        top_k="top_k" in named,
+        how="its OpenAPI schema",
+        show_expired="show_expired" in named,
+    )
+
+
+def features_from_probes(http: HttpClient, get_all: Callable[[int], list[Any]]) -> ServerFeatures:
+    """What probes that cannot write show the server supports."""
+    probe = http.request(
+        "POST",
+        "/memories",
+        json={"messages": [], "infer": "memsync-probe"},
+        idempotent=True,
+        accept=(400, 422),  # cannot write: no scope id, no messages
+    )
+    infer: bool | None = None
+    if probe.status_code == 422:
+        infer = _complains_about(probe, "infer")
+    elif probe.status_code == 400:
+        infer = False
+    sample = get_all(1)
+    return ServerFeatures(infer=infer, top_k=len(sample) <= 1, how="probing the server")
+
+
+def _resolve(doc: Mapping[str, Any], schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Follow one local ``$ref`` (FastAPI puts request models under components/schemas)."""
+    ref = schema.get("$ref")
+    if not isinstance(ref, str) or not ref.startswith("#/"):
+        return schema
+    node: Any = doc
+    for part in ref[2:].split("/"):
+        node = node[part]
+    if not isinstance(node, Mapping):
+        raise TypeError(ref)
+    return node
+
+
+def _complains_about(response: httpx.Response, field: str) -> bool:
+    """Whether a FastAPI 422 names ``field`` among the invalid parts of the body."""
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(detail, list) and any(
+        isinstance(e, dict) and field in (e.get("loc") or []) for e in detail
+    )
