@@ -1,5 +1,4 @@
-"""The HTTP layer every remote provider speaks through: typed errors, bounded retries, no leaks.
-
+"""``HttpClient``: a provider's connection to one HTTP API, typed errors out, no key leaked.
 
 One ``HttpClient`` per provider and cycle. It always verifies TLS, sends the key only as
 ``auth`` allows (see ``auth``), retries what may pass within a ``RetryPolicy`` (see ``retry``)
