@@ -4,7 +4,7 @@
 into a mnem store, with ADR-0024's semantics exactly:
 
 - paging is a real loop: ``Memory.get_all`` is asked with a growing ``top_k`` until a call
-  comes back short (``providers.mem0.paging``); a ``MemoryClient`` is paged with ``page``/``page_size``
+  comes back short (``mem0.paging``); a ``MemoryClient`` is paged with ``page``/``page_size``
   until ``next`` is empty and the total matches ``count``. Nothing is dropped past a cap; a
   listing that cannot be proven whole says so in the report (``complete=False``);
 - a memory with empty content is skipped, logged by its Mem0 id and reported, and the import
