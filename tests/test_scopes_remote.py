@@ -22,7 +22,7 @@ from memsync.providers.mem0_server import Mem0ServerProvider
 from memsync.providers.pmm_dir import PmmDirProvider
 from memsync.secrets import Secret
 from memsync.staging import StagingStore
-from memsync.sync.engine import SyncOptions
+from memsync.sync.report import SyncOptions
 from memsync.sync.scoped import ScopedCycleReport, run_scoped_cycle
 from tests.doubles.mem0_platform_app import Mem0PlatformDouble
 

@@ -312,7 +312,9 @@ def _reconcile_side(
             return
         if topology.is_receiver(provider):
             decision.actions.append(
-                Action(WriteKind.DELETE, decision.link_id, provider, provider_id=current.provider_id)
+                Action(
+                    WriteKind.DELETE, decision.link_id, provider, provider_id=current.provider_id
+                )
             )
         return
     if current is not None and current.fingerprint == target_fp:

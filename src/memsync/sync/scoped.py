@@ -6,7 +6,7 @@ A layer above the engine, which stays unaware of scopes. Each cycle:
    scopes staging knows from earlier cycles;
 2. for each scope, **bind** every provider to it — ``mem0`` becomes ``mem0[user_id=alice]``,
    a mnem path template becomes that scope's store, a pmm-dir its scope's file — and run the
-   engine on those alone (``Engine(scoped=True)``), so links never cross scopes;
+   engine on those alone (``build_engine(scoped=True)``), so links never cross scopes;
 3. record one run for all of them, and report each scope.
 
 A scope staging knows but discovery no longer finds is not "delete everything": it is synced
@@ -24,7 +24,6 @@ import contextlib
 import copy
 import dataclasses
 import importlib
-import json
 import logging
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -48,8 +47,15 @@ from memsync.scopes import (
     split_scoped_name,
 )
 from memsync.staging import StagingStore
-from memsync.sync.engine import MAX_LISTED, CycleReport, Engine, ProviderOutcome, SyncOptions
-from memsync.sync.plan import Topology
+from memsync.sync.cycle import end_shared_run, finish_run, start_shared_run
+from memsync.sync.from_config import build_engine, topology_of
+from memsync.sync.report import (
+    MAX_LISTED,
+    CycleReport,
+    ProviderOutcome,
+    ProviderState,
+    SyncOptions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,14 +66,14 @@ class ScopeOutcome:
 
     scope: Scope
     providers: list[str] = field(default_factory=list)
-    state: str = "ok"  # ok | partial | busy | refused | error | skipped
+    state: ProviderState = ProviderState.OK
     discovered: bool = True  # False: known from an earlier cycle, no longer discovered
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "scope": self.scope.as_dict(),
-            "state": self.state,
+            "state": str(self.state),
             "discovered": self.discovered,
             "providers": self.providers,
             "error": self.error,
@@ -84,7 +90,7 @@ class ScopedCycleReport(CycleReport):
     @property
     def exit_code(self) -> int:
         code = super().exit_code
-        if code == 0 and any(s.state == "error" for s in self.scopes.values()):
+        if code == 0 and any(s.state == ProviderState.ERROR for s in self.scopes.values()):
             return 1
         return code
 
@@ -92,7 +98,7 @@ class ScopedCycleReport(CycleReport):
         """Provider names a person need not read: those of ok scopes, when there are many."""
         if len(self.scopes) <= shown:
             return set()
-        return {n for s in self.scopes.values() if s.state == "ok" for n in s.providers}
+        return {n for s in self.scopes.values() if s.state == ProviderState.OK for n in s.providers}
 
     def scope_lines(self) -> list[str]:
         """What a person reads about the scopes: discovery, each scope in trouble, a count."""
@@ -104,7 +110,7 @@ class ScopedCycleReport(CycleReport):
                 note = f" (partial: {found['note']})" if found.get("note") else ""
                 lines.append(f"{name}: discovered {found['scopes']} scope(s){note}")
         for label, scope in self.scopes.items():
-            if scope.state not in ("ok", "skipped"):
+            if scope.state not in (ProviderState.OK, ProviderState.SKIPPED):
                 error = scope.error or ""
                 if error.startswith(f"scope {label}: "):
                     error = error[len(f"scope {label}: ") :]
@@ -345,8 +351,7 @@ def run_scoped_cycle(
     only_scopes: Iterable[Scope] | None = None,
 ) -> ScopedCycleReport:
     """One run over every scope (or ``only_scopes``), each scope an engine cycle of its own."""
-    housekeeper = Engine(config, store, {}, scoped=True)
-    run_id = housekeeper.start_shared_run(options)
+    run_id = start_shared_run(store, options)
     report = ScopedCycleReport(run_id, options.dry_run, utc_now_iso())
     binder = ScopeBinder(config, bases)
     with contextlib.ExitStack() as handles:
@@ -359,13 +364,13 @@ def run_scoped_cycle(
             outcome = ScopeOutcome(scope, discovered=scope in discovered or not complete)
             report.scopes[scope.label] = outcome
             if options.stop is not None and options.stop.is_set():
-                outcome.state = "skipped"
+                outcome.state = ProviderState.SKIPPED
                 report.interrupted = True
                 continue
             _sync_scope(config, store, binder, scope, options, run_id, report, outcome)
     report.finished_at = utc_now_iso()
-    _finish_run(store, report)
-    housekeeper.end_shared_run(run_id)
+    finish_run(store, report)
+    end_shared_run(store, run_id)
     return report
 
 
@@ -376,7 +381,7 @@ def _discover(
     handles: contextlib.ExitStack,
 ) -> tuple[set[Scope], bool]:
     """Scopes found by every source that can list them; False when one could not see all."""
-    topology = Topology(config.sync.active, {n: p.direction for n, p in config.providers.items()})
+    topology = topology_of(config)
     found: set[Scope] = set()
     complete = True
     for name, base in binder.bases.items():
@@ -403,7 +408,9 @@ def _discover(
             discovery = discover_scopes(base, binder.keys, fixed_keys(entry))
         except MemsyncError as exc:
             report.discovery[name] = {"state": "error", "error": str(exc)}
-            report.providers[name] = ProviderOutcome(name, state="error", error=str(exc))
+            report.providers[name] = ProviderOutcome(
+                name, state=ProviderState.ERROR, error=str(exc)
+            )
             complete = False
             log.warning("%s: %s", name, exc)
             continue
@@ -446,11 +453,11 @@ def _sync_scope(
     try:
         providers = binder.bind_all(scope)
     except HostileScope as exc:
-        outcome.state, outcome.error = "error", str(exc)
+        outcome.state, outcome.error = ProviderState.ERROR, str(exc)
         log.warning("%s", exc)
         return
     except MemsyncError as exc:
-        outcome.state, outcome.error = "error", f"scope {scope.label}: {exc}"
+        outcome.state, outcome.error = ProviderState.ERROR, f"scope {scope.label}: {exc}"
         log.warning("%s", outcome.error)
         return
     outcome.providers = list(providers)
@@ -471,7 +478,7 @@ def _sync_scope(
         retry_dead=options.retry_dead,
         stop=options.stop,
     )
-    engine = Engine(scoped_config, store, providers, scoped=True)
+    engine = build_engine(scoped_config, store, providers, scoped=True)
     sub = engine.run_cycle(scoped_options, run_id=run_id)
     _merge(report, sub)
     outcome.state = _scope_state(sub)
@@ -482,14 +489,19 @@ def _sync_scope(
     outcome.error = "; ".join(refused + errors) or None
 
 
-def _scope_state(sub: CycleReport) -> str:
+def _scope_state(sub: CycleReport) -> ProviderState:
     states = {o.state for o in sub.providers.values()}
-    for state in ("refused", "error", "busy", "partial"):
+    for state in (
+        ProviderState.REFUSED,
+        ProviderState.ERROR,
+        ProviderState.BUSY,
+        ProviderState.PARTIAL,
+    ):
         if state in states:
             return state
     if sub.failures:
-        return "error"
-    return "skipped" if states == {"skipped"} else "ok"
+        return ProviderState.ERROR
+    return ProviderState.SKIPPED if states == {ProviderState.SKIPPED} else ProviderState.OK
 
 
 def _merge(report: ScopedCycleReport, sub: CycleReport) -> None:
@@ -504,20 +516,6 @@ def _merge(report: ScopedCycleReport, sub: CycleReport) -> None:
     report.failures.extend(sub.failures)
     report.waiting += sub.waiting
     report.interrupted = report.interrupted or sub.interrupted
-
-
-# --- the run row (one for all scopes) --------------------------------------------------------
-
-
-def _finish_run(store: StagingStore, report: ScopedCycleReport) -> None:
-    status = "ok" if report.exit_code == 0 else "attention"
-    if report.interrupted:
-        status = "interrupted"
-    with store.transaction() as conn:
-        conn.execute(
-            "UPDATE runs SET finished_at = ?, status = ?, summary = ? WHERE id = ?",
-            (report.finished_at, status, json.dumps(report.as_dict(), default=str), report.run_id),
-        )
 
 
 __all__ = [
