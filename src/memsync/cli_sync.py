@@ -22,7 +22,7 @@ from memsync.sync.conflicts import choose_winner, list_conflicts
 from memsync.sync.journal import log_entries, memory_history, records_at
 from memsync.sync.report import CycleReport, SyncOptions
 from memsync.sync.runner import run_sync
-from memsync.sync.scoped import ScopedCycleReport
+from memsync.sync.scope_report import ScopedCycleReport
 from memsync.sync.verify import verify_and_record
 
 

@@ -28,6 +28,7 @@ from memsync.staging.records import MirrorRecords
 from memsync.staging.rows import RECORD_COLUMNS, UPSERT_RECORD, dumps, record_row, row_record
 from memsync.staging.runs import Runs
 from memsync.staging.schema import LATEST, MIGRATIONS
+from memsync.staging.scopes import ScopesSeen
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -51,6 +52,7 @@ class StagingStore:
         self.records = MirrorRecords(conn)
         self.runs = Runs(conn)
         self.conflicts = Conflicts(conn)
+        self.scopes = ScopesSeen(conn)
 
     # opening ------------------------------------------------------------------------------
 
