@@ -156,6 +156,16 @@ class StagingStore:
         else:
             self.conn.execute("COMMIT")
 
+    @contextlib.contextmanager
+    def rehearsal(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that is always rolled back: a dry run sees its own changes
+        (adoption's relinks) while it plans, and keeps none of them."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        finally:
+            self.conn.execute("ROLLBACK")
+
     # records ------------------------------------------------------------------------------
 
     def upsert_records(self, rows: Iterable[Sequence[Any]]) -> None:

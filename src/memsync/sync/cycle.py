@@ -223,13 +223,10 @@ class Engine:
         if options.dry_run:
             # A dry run shows what adoption would link but keeps none of it: the relinks are
             # rolled back once the plan has been read (no network call runs meanwhile).
-            self.store.conn.execute("BEGIN IMMEDIATE")
-            try:
+            with self.store.rehearsal():
                 self._adopt(run_id, report)
                 self._mark_dirty()
                 plan_dirty(self.store, run_id, list(self.providers), topology, report, options)
-            finally:
-                self.store.conn.execute("ROLLBACK")
             return
         with self.store.transaction():
             self._adopt(run_id, report)
