@@ -69,6 +69,8 @@ class EngineSettings:
 
 
 class Engine:
+    """Runs sync cycles over a set of providers arranged in a ``Topology``."""
+
     def __init__(
         self,
         topology: Topology,
