@@ -26,8 +26,9 @@ def child(mode: str) -> None:
     from memsync.config import parse_config
     from memsync.records import Record
     from memsync.staging import StagingStore
-    from memsync.sync import engine as engine_module
-    from memsync.sync.engine import Engine, SyncOptions
+    from memsync.sync import cycle as engine_module
+    from memsync.sync.from_config import build_engine
+    from memsync.sync.report import SyncOptions
 
     class Side(SyntheticProvider):
         """N shared texts under this side's own ids, then OWN texts only it holds."""
@@ -61,7 +62,7 @@ def child(mode: str) -> None:
 
     def cycle() -> None:
         with StagingStore.open(db) as store:
-            result["report"] = Engine(config, store, providers).run_cycle(SyncOptions())  # type: ignore[arg-type]
+            result["report"] = build_engine(config, store, providers).run_cycle(SyncOptions())  # type: ignore[arg-type]
 
     seconds = timed(cycle)
     done = result["report"]

@@ -15,7 +15,8 @@ from bench.synthetic import SyntheticProvider
 from memsync.config import parse_config
 from memsync.providers.memory import MemoryProvider
 from memsync.staging import StagingStore
-from memsync.sync.engine import Engine, SyncOptions
+from memsync.sync.from_config import build_engine
+from memsync.sync.report import SyncOptions
 
 N = 2_000 if QUICK else 10_000
 
@@ -47,7 +48,7 @@ def main() -> None:
 
     def cycle() -> None:
         with StagingStore.open(db) as store:
-            report_ = Engine(config, store, providers).run_cycle(SyncOptions())  # type: ignore[arg-type]
+            report_ = build_engine(config, store, providers).run_cycle(SyncOptions())  # type: ignore[arg-type]
             assert report_.exit_code == 0, report_.as_dict()
 
     first = timed(cycle)

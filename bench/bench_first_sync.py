@@ -85,7 +85,8 @@ def main() -> None:
 
     from memsync.config import parse_config
     from memsync.staging import StagingStore
-    from memsync.sync.engine import Engine, SyncOptions
+    from memsync.sync.from_config import build_engine
+    from memsync.sync.report import SyncOptions
 
     config = parse_config(
         '[sync]\nactive = "target"\n'
@@ -99,7 +100,7 @@ def main() -> None:
 
     def cycle() -> None:
         with StagingStore.open(workdir / "staging.db") as store:
-            result = Engine(config, store, providers).run_cycle(SyncOptions())
+            result = build_engine(config, store, providers).run_cycle(SyncOptions())
             assert result.exit_code == 0, result.as_dict()
 
     # Each side twice, alternating, into fresh stores; the best of each (disk noise is large).

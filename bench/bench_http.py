@@ -41,7 +41,8 @@ from memsync.providers.mem0.platform import MAX_PAGE_SIZE, Mem0PlatformProvider
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.secrets import Secret
 from memsync.staging import StagingStore
-from memsync.sync.engine import Engine, SyncOptions
+from memsync.sync.from_config import build_engine
+from memsync.sync.report import SyncOptions
 
 LATENCY = 0.05
 CONCURRENCY = 8
@@ -140,7 +141,7 @@ class Run:
         before = self.target.requests()
         started = time.perf_counter()
         with StagingStore.open(self.db) as store:
-            result = Engine(self.config, store, self.providers).run_cycle(  # type: ignore[arg-type]
+            result = build_engine(self.config, store, self.providers).run_cycle(  # type: ignore[arg-type]
                 SyncOptions(full=full)
             )
         seconds = time.perf_counter() - started

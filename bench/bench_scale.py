@@ -22,7 +22,8 @@ def child(n: int) -> None:
     from memsync.config import parse_config
     from memsync.providers.memory import MemoryProvider
     from memsync.staging import StagingStore
-    from memsync.sync.engine import Engine, SyncOptions
+    from memsync.sync.from_config import build_engine
+    from memsync.sync.report import SyncOptions
 
     config = parse_config(
         '[sync]\nactive = "source"\n'
@@ -38,7 +39,9 @@ def child(n: int) -> None:
 
     def cycle() -> None:
         with StagingStore.open(db) as store:
-            result["report"] = Engine(config, store, providers).run_cycle(SyncOptions(dry_run=True))  # type: ignore[arg-type]
+            result["report"] = build_engine(config, store, providers).run_cycle(
+                SyncOptions(dry_run=True)
+            )  # type: ignore[arg-type]
 
     seconds = timed(cycle)
     assert result["report"].planned_total == n

@@ -51,7 +51,7 @@ def child(scopes: int, per_scope: int, target: str) -> None:
     from memsync.records import Record
     from memsync.scopes import Scope
     from memsync.staging import StagingStore
-    from memsync.sync.engine import SyncOptions
+    from memsync.sync.report import SyncOptions
     from memsync.sync.scoped import run_scoped_cycle
 
     class ScopedSource(SyntheticProvider):

@@ -3,27 +3,38 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from memsync.config import Config, parse_config
+from memsync.config import SyncConfig
+from memsync.providers.base import Provider
 from memsync.providers.memory import MemoryProvider, MemoryStore
 from memsync.staging import StagingStore
-from memsync.sync.engine import CycleReport, Engine, SyncOptions
+from memsync.sync.cycle import Engine, EngineSettings
+from memsync.sync.from_config import engine_settings
+from memsync.sync.plan import Topology
+from memsync.sync.report import CycleReport, SyncOptions
 
 
-def config_for(directions: dict[str, str], active: str, **sync: object) -> Config:
-    lines = ["[sync]", f'active = "{active}"']
-    for key, value in sync.items():
-        lines.append(f"{key} = {value!r}".replace("'", '"'))
-    for name, direction in directions.items():
-        lines += [
-            f"[providers.{name}]",
-            'type = "pmm-dir"',
-            f'path = "/nonexistent/{name}"',
-            f'direction = "{direction}"',
-        ]
-    return parse_config("\n".join(lines))
+@dataclass(frozen=True)
+class EngineConfig:
+    """What a test gives the engine: the star of providers and the ``[sync]`` settings."""
+
+    topology: Topology
+    settings: EngineSettings
+
+    def engine(self, store: StagingStore, providers: Mapping[str, Provider]) -> Engine:
+        return Engine(self.topology, providers, store, self.settings)
+
+
+def config_for(directions: dict[str, str], active: str, **sync: Any) -> EngineConfig:
+    """Providers' directions around ``active``; ``sync``: ``[sync]`` values, parsed as the
+    config file's are (``max_delete="100%"``)."""
+    section = SyncConfig(active=active, **sync)
+    topology = Topology(active, dict(directions), section.conflict)  # type: ignore[arg-type]
+    return EngineConfig(topology, engine_settings(section))
 
 
 class World:
@@ -54,9 +65,8 @@ class World:
 
     def sync(self, **options: object) -> CycleReport:
         with StagingStore.open(self.db_path) as store:
-            return Engine(self.config, store, dict(self.providers)).run_cycle(
-                SyncOptions(**options)
-            )  # type: ignore[arg-type]
+            engine = self.config.engine(store, dict(self.providers))
+            return engine.run_cycle(SyncOptions(**options))  # type: ignore[arg-type]
 
     def contents(self, name: str) -> list[str]:
         return self.providers[name].contents()

@@ -27,7 +27,7 @@ import pytest
 from memsync.daemon.logging import OneLineFormatter, Redactor, journal_attached
 from memsync.daemon.notify import Notifier
 from memsync.daemon.service import summarize
-from memsync.sync.engine import CycleReport, ProviderOutcome
+from memsync.sync.report import CycleReport, ProviderOutcome
 from tests.conftest import run_memsync, subprocess_env, write_config
 
 CONFIG = """

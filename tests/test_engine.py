@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from memsync.staging import StagingStore
-from memsync.sync.engine import Engine, SyncOptions
 from memsync.sync.journal import memory_history, records_at
+from memsync.sync.report import SyncOptions
 from tests.engine_helpers import PowerCut, World
 
 
@@ -345,7 +345,7 @@ def test_engine_never_holds_a_transaction_across_provider_calls(world: World) ->
     world.providers["mnem"].create = spy  # type: ignore[method-assign]
     with StagingStore.open(world.db_path) as store:
         store.conn.execute("PRAGMA busy_timeout = 100")
-        Engine(world.config, store, world.providers).run_cycle(SyncOptions())  # type: ignore[arg-type]
+        world.config.engine(store, world.providers).run_cycle(SyncOptions())  # type: ignore[arg-type]
     assert seen == [True]
 
 

@@ -26,7 +26,7 @@ from memsync.providers.mnem.provider import MnemProvider
 from memsync.providers.pmm_dir import PmmDirProvider
 from memsync.secrets import Secret
 from memsync.staging import StagingStore
-from memsync.sync.engine import CycleReport, Engine, SyncOptions
+from memsync.sync.report import CycleReport, SyncOptions
 from tests.doubles.mem0_platform_app import Mem0PlatformDouble
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 from tests.engine_helpers import config_for
@@ -195,7 +195,7 @@ class Setup:
         providers = {"mem0": self.side.provider, "mnem": self.mnem, "backup": self.backup}
         with StagingStore.open(self.db) as store:
             # full listings: deletes are inferred only from them, so they are what is at stake
-            report = Engine(self.config, store, providers).run_cycle(SyncOptions(full=True))
+            report = self.config.engine(store, providers).run_cycle(SyncOptions(full=True))
         assert report.exit_code == 0, report.as_dict()
         return report
 
@@ -347,7 +347,7 @@ def test_hindsight_stops_serving_an_expired_memory_and_gets_it_back(
 
     def sync() -> CycleReport:
         with StagingStore.open(db) as store:
-            report = Engine(config, store, providers).run_cycle(SyncOptions(full=True))
+            report = config.engine(store, providers).run_cycle(SyncOptions(full=True))
         assert report.exit_code == 0, report.as_dict()
         return report
 

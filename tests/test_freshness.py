@@ -14,11 +14,11 @@ from typing import Any
 import mnem  # a missing SDK is an error: build it with ../shared/mnem-sdk/build.sh
 import pytest
 
-import memsync.sync.engine as engine_module
+import memsync.sync.cycle as engine_module
 from memsync.providers.memory import MemoryProvider, MemoryStore
 from memsync.providers.mnem.provider import MnemProvider
 from memsync.staging import StagingStore
-from memsync.sync.engine import CycleReport, Engine, SyncOptions
+from memsync.sync.report import CycleReport, SyncOptions
 from tests.engine_helpers import config_for
 from tests.mem0_fixtures import open_provider
 from tests.test_expiry import PlatformSide, ServerSide
@@ -43,7 +43,7 @@ class MidCycle:
 
 def run(db: Path, config: Any, providers: dict[str, Any], **options: Any) -> CycleReport:
     with StagingStore.open(db) as store:
-        return Engine(config, store, providers).run_cycle(SyncOptions(**options))
+        return config.engine(store, providers).run_cycle(SyncOptions(**options))
 
 
 @pytest.mark.parametrize("side_type", [PlatformSide, ServerSide], ids=["platform", "server"])

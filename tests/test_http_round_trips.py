@@ -10,7 +10,7 @@ from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.providers.memory import MemoryProvider
 from memsync.secrets import Secret
 from memsync.staging import StagingStore
-from memsync.sync.engine import Engine, SyncOptions
+from memsync.sync.report import SyncOptions
 from tests.contract import list_all
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 from tests.engine_helpers import config_for
@@ -37,7 +37,7 @@ def test_a_cycle_writes_each_memory_with_one_request(tmp_path: Path) -> None:
     def cycle() -> list[tuple[str, str]]:
         before = len(server.faults.seen)
         with StagingStore.open(tmp_path / "staging.db") as store:
-            report = Engine(config, store, providers).run_cycle(SyncOptions())  # type: ignore[arg-type]
+            report = config.engine(store, providers).run_cycle(SyncOptions())  # type: ignore[arg-type]
         assert report.exit_code == 0, report.as_dict()
         return [(s.method, s.path) for s in server.faults.seen[before:]]
 

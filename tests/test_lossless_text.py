@@ -16,7 +16,8 @@ from memsync.config import parse_config
 from memsync.providers.pmm_dir import PmmDirProvider
 from memsync.records import Outgoing, normalise_text
 from memsync.staging import StagingStore
-from memsync.sync.engine import Engine, SyncOptions
+from memsync.sync.from_config import build_engine
+from memsync.sync.report import SyncOptions
 from tests.engine_helpers import World
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -164,7 +165,9 @@ def test_a_staging_database_from_before_upgrades_without_changes_or_writes(
 
     config = parse_config(_pmm_config(notes_dir, backup_dir))
     with StagingStore.open(db) as store:
-        report = Engine(config, store, {"notes": notes, "backup": backup}).run_cycle(SyncOptions())
+        report = build_engine(config, store, {"notes": notes, "backup": backup}).run_cycle(
+            SyncOptions()
+        )
         assert report.exit_code == 0
         assert {n: o.mirror.changed for n, o in report.providers.items() if o.mirror} == {
             "notes": 0,
@@ -182,7 +185,7 @@ def test_a_staging_database_from_before_upgrades_without_changes_or_writes(
     notes.update("pmm:pad", Outgoing(origin="pmm:pad", content="  still padded \n", scope_key="me"))
     notes.close()
     with StagingStore.open(db) as store:
-        Engine(config, store, {"notes": notes, "backup": backup}).run_cycle(SyncOptions())
+        build_engine(config, store, {"notes": notes, "backup": backup}).run_cycle(SyncOptions())
     lines = [json.loads(line) for line in backup_file.read_text("utf-8").splitlines()[1:]]
     assert {r["id"]: r["content"] for r in lines}["pmm:pad"] == "  still padded \n"
 

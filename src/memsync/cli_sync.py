@@ -19,10 +19,10 @@ from memsync.portability import import_file
 from memsync.records import utc_now_iso
 from memsync.staging.aside import set_aside
 from memsync.sync.conflicts import choose_winner, list_conflicts
-from memsync.sync.engine import CycleReport, SyncOptions
 from memsync.sync.journal import log_entries, memory_history, records_at
+from memsync.sync.report import CycleReport, SyncOptions
 from memsync.sync.runner import run_sync
-from memsync.sync.scoped import ScopedCycleReport
+from memsync.sync.scope_report import ScopedCycleReport
 from memsync.sync.verify import verify_and_record
 
 
@@ -60,28 +60,28 @@ def _print_cycle(report: CycleReport) -> None:
         click.echo(f"plan: {report.planned_total} action(s); nothing was written")
         for action in report.planned[:50]:
             click.echo(
-                f"  {action['action']} {action['memory']} in {action['provider']}"
-                + (f" (from {action['from']})" if action["from"] else "")
+                f"  {action.action} {action.memory} in {action.provider}"
+                + (f" (from {action.source})" if action.source else "")
             )
         if report.planned_total > 50:
             click.echo(f"  ... and {report.planned_total - 50} more (--json lists up to 1000)")
     for conflict in report.conflicts:
-        if conflict["state"] == "open":
+        if conflict.state == "open":
             click.echo(
-                f"conflict #{conflict['id']} on {conflict['link_id']} between "
-                f"{', '.join(conflict['providers'])}: open; `memsync resolve "
-                f"{conflict['id']} --keep NAME`"
+                f"conflict #{conflict.id} on {conflict.link_id} between "
+                f"{', '.join(conflict.providers)}: open; `memsync resolve "
+                f"{conflict.id} --keep NAME`"
             )
         else:
             click.echo(
-                f"conflict on {conflict['link_id']}: {conflict['winner']} won "
-                f"({conflict['policy']}); the other version is kept in the journal"
+                f"conflict on {conflict.link_id}: {conflict.winner} won "
+                f"({conflict.policy}); the other version is kept in the journal"
             )
     for failure in report.failures[:20]:
-        state = "parked as dead" if failure["dead"] else "will retry"
+        state = "parked as dead" if failure.dead else "will retry"
         click.echo(
-            f"failed: {failure['action']} {failure['link_id']} in {failure['provider']}: "
-            f"{failure['error']} ({state})"
+            f"failed: {failure.action} {failure.link_id} in {failure.provider}: "
+            f"{failure.error} ({state})"
         )
     if report.waiting:
         click.echo(f"{report.waiting} action(s) waiting for retry or dead (see `memsync status`)")

@@ -120,7 +120,7 @@ def provider_in_scope(config: Config, name: str, scope: Scope | None) -> Provide
         raise MemsyncError(
             f"--scope {scope.label}: the config's scopes are keyed by {', '.join(keys)}"
         )
-    from memsync.sync.scoped import ScopeBinder
+    from memsync.sync.scope_binding import ScopeBinder
 
     base = build_provider(name, config)
     return ScopeBinder(config, {name: base}).bind(name, base, scope)

@@ -36,7 +36,7 @@ from memsync.daemon.notify import Notifier
 from memsync.errors import ConfigError, LockHeld, MemsyncError
 from memsync.lock import is_locked
 from memsync.paths import Paths
-from memsync.sync.engine import CycleReport, SyncOptions
+from memsync.sync.report import CycleReport, SyncOptions
 from memsync.sync.runner import run_sync
 from memsync.ui.address import parse_listen
 from memsync.ui.server import UiServer
@@ -67,7 +67,7 @@ def summarize(report: CycleReport, seconds: float) -> str:
         parts.append(f"wrote {written}")
     if report.failures:
         parts.append(f"{len(report.failures)} failed")
-    open_conflicts = sum(1 for c in report.conflicts if c.get("state") == "open")
+    open_conflicts = sum(1 for c in report.conflicts if c.state == "open")
     if open_conflicts:
         parts.append(f"{open_conflicts} open conflict(s)")
     if report.waiting:
@@ -265,10 +265,10 @@ class Daemon:
             log.warning(
                 "sync #%d: %s %s in %s failed: %s",
                 report.run_id,
-                failure["action"],
-                failure["link_id"],
-                failure["provider"],
-                failure["error"],
+                failure.action,
+                failure.link_id,
+                failure.provider,
+                failure.error,
             )
         self.notifier.status(line)
         if self._backup_after_first_sync and not self.stop.is_set():

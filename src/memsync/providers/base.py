@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal
 
 from memsync.errors import ProviderError
 from memsync.records import Outgoing, Record, Skipped
+from memsync.sync.plan import WriteKind
 
 
 def require_content(provider: str, item: Outgoing) -> None:
@@ -112,15 +113,22 @@ class SimpleListing(Listing):
 
 @dataclass
 class WriteOp:
-    """One write the engine asks for; ``key`` ties the result back to its outbox row."""
+    """One write the engine asks for; ``key`` ties the result back to its outbox row.
 
-    kind: Literal["create", "update", "delete"]
+    ``kind`` is the plan's ``WriteKind``; a plain ``"create"``/``"update"``/``"delete"`` from
+    a caller is turned into it on construction, so every WriteOp holds the one type.
+    """
+
+    kind: WriteKind | Literal["create", "update", "delete"]
     key: str
     item: Outgoing | None = None
     provider_id: str | None = None
     # For an update: the memory as the staging store last saw it in this provider, so a
     # provider that must know what it replaces (Mem0's merging update) need not read it first.
     previous: Record | None = None
+
+    def __post_init__(self) -> None:
+        self.kind = WriteKind(self.kind)
 
 
 @dataclass

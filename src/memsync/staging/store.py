@@ -9,7 +9,6 @@ The file is private (0600). A database that cannot be read is an error with a wa
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,8 +19,16 @@ import sqlite_utils
 
 from memsync.errors import StagingError
 from memsync.paths import make_private_dir
-from memsync.records import FP_VERSION, Record, utc_now_iso
+from memsync.records import Record, utc_now_iso
+from memsync.staging.conflicts import Conflicts
+from memsync.staging.dirty import DirtySet
+from memsync.staging.links import Links
+from memsync.staging.outbox import Outbox
+from memsync.staging.records import MirrorRecords
+from memsync.staging.rows import RECORD_COLUMNS, UPSERT_RECORD, dumps, record_row, row_record
+from memsync.staging.runs import Runs
 from memsync.staging.schema import LATEST, MIGRATIONS
+from memsync.staging.scopes import ScopesSeen
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -29,70 +36,6 @@ _CORRUPT_HINT = (
     "run `memsync repair` to rebuild it from the providers (the providers hold the memories; "
     "the staging database is only a cache of them)"
 )
-
-_UPSERT_RECORD = """
-INSERT INTO records (provider, provider_id, link_id, content, metadata, scope_key, created_at,
-    updated_at, version, provenance, origin, content_hash, fingerprint, fp_version, seen_run,
-    expiration_date)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (provider, provider_id) DO UPDATE SET
-    link_id = excluded.link_id, content = excluded.content, metadata = excluded.metadata,
-    scope_key = excluded.scope_key, created_at = excluded.created_at,
-    updated_at = excluded.updated_at, version = excluded.version,
-    provenance = excluded.provenance, origin = excluded.origin,
-    content_hash = excluded.content_hash, fingerprint = excluded.fingerprint,
-    fp_version = excluded.fp_version, seen_run = excluded.seen_run,
-    expiration_date = excluded.expiration_date
-"""
-
-RECORD_COLUMNS = (
-    "provider, provider_id, link_id, content, metadata, scope_key, created_at, updated_at, "
-    "version, provenance, origin, content_hash, fingerprint, fp_version, seen_run, expiration_date"
-)
-
-
-def dumps(value: Any) -> str:
-    if not value and isinstance(value, dict):
-        return "{}"
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-
-
-def record_row(provider: str, link_id: str, record: Record, run_id: int) -> tuple[Any, ...]:
-    """A Record as a row of the records table, in RECORD_COLUMNS order."""
-    return (
-        provider,
-        record.id,
-        link_id,
-        record.content,
-        record.metadata_json,
-        record.scope_key,
-        record.created_at,
-        record.updated_at,
-        record.version,
-        dumps(record.provenance),
-        record.origin,
-        record.content_hash,
-        record.fingerprint,
-        FP_VERSION,
-        run_id,
-        record.expiration_date,
-    )
-
-
-def row_record(row: sqlite3.Row | dict[str, Any]) -> Record:
-    """A records-table (or journal) row as a Record."""
-    return Record(
-        id=row["provider_id"],
-        content=row["content"] or "",
-        metadata=json.loads(row["metadata"] or "{}"),
-        scope_key=row["scope_key"] or "",
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        version=row["version"],
-        provenance=json.loads(row["provenance"] or "{}"),
-        origin=row["origin"] if "origin" in row.keys() else None,  # noqa: SIM118 - sqlite3.Row
-        expiration_date=row["expiration_date"] if "expiration_date" in row.keys() else None,  # noqa: SIM118
-    )
 
 
 class StagingStore:
@@ -102,6 +45,14 @@ class StagingStore:
         self.conn = conn
         self.path = path
         self.db = sqlite_utils.Database(conn)
+        # the repositories: one per table family, each holding its SQL
+        self.outbox = Outbox(conn)
+        self.dirty = DirtySet(conn)
+        self.links = Links(conn)
+        self.records = MirrorRecords(conn)
+        self.runs = Runs(conn)
+        self.conflicts = Conflicts(conn)
+        self.scopes = ScopesSeen(conn)
 
     # opening ------------------------------------------------------------------------------
 
@@ -205,11 +156,21 @@ class StagingStore:
         else:
             self.conn.execute("COMMIT")
 
+    @contextlib.contextmanager
+    def rehearsal(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that is always rolled back: a dry run sees its own changes
+        (adoption's relinks) while it plans, and keeps none of them."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        finally:
+            self.conn.execute("ROLLBACK")
+
     # records ------------------------------------------------------------------------------
 
     def upsert_records(self, rows: Iterable[Sequence[Any]]) -> None:
         """Insert or replace mirror rows (made by ``record_row``) in one statement batch."""
-        self.conn.executemany(_UPSERT_RECORD, rows)
+        self.conn.executemany(UPSERT_RECORD, rows)
 
     def count_records(self, provider: str | None = None) -> int:
         if provider is None:
@@ -244,3 +205,6 @@ def _statements(script: str) -> Iterator[str]:
     tail = "\n".join(buffer).strip()
     if tail:
         yield tail
+
+
+__all__ = ["RECORD_COLUMNS", "StagingStore", "dumps", "record_row", "row_record"]

@@ -13,36 +13,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
 from memsync.providers.base import Provider
+from memsync.staging.outbox import OutboxRow
 from memsync.staging.store import StagingStore
-
-_CHUNK = 500
 
 
 def changed_targets(
-    store: StagingStore, provider: Provider, since: datetime, rows: Iterable[Any]
+    store: StagingStore, provider: Provider, since: datetime, rows: Iterable[OutboxRow]
 ) -> set[int]:
     """The outbox rows (ids) whose target memory changed in the provider since the mirror."""
-    targeted = {row["provider_id"]: row["id"] for row in rows if row["provider_id"]}
+    targeted = {row.provider_id: row.id for row in rows if row.provider_id}
     if not targeted:
         return set()
     changed = provider.versions_changed_since(since)
     if not changed:
         return set()
     ids = [pid for pid in changed if pid in targeted]
-    mirrored: dict[str, str | None] = {}
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start : start + _CHUNK]
-        marks = ",".join("?" * len(chunk))
-        mirrored.update(
-            store.conn.execute(
-                f"SELECT provider_id, version FROM records WHERE provider = ? "
-                f"AND provider_id IN ({marks})",
-                (provider.name, *chunk),
-            ).fetchall()
-        )
+    mirrored = store.records.versions(provider.name, ids) if ids else {}
     return {
         targeted[pid]
         for pid in ids

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Literal
 
 from memsync.records import parse_instant
@@ -28,6 +29,15 @@ Policy = Literal["error", "active", "newest", "keep-both"]
 ChangeKind = Literal["added", "changed", "deleted"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class WriteKind(StrEnum):
+    """What one write does: the plan's ``Action``, the outbox row and the provider's ``WriteOp``
+    share this type (a StrEnum: it equals and stores as the plain string)."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
 
 
 @dataclass(frozen=True)
@@ -83,7 +93,7 @@ class Change:
 class Action:
     """A write the engine carries out. ``source`` names the provider whose copy is written."""
 
-    kind: Literal["create", "update", "delete"]
+    kind: WriteKind
     link_id: str
     target: str
     source: str | None = None
@@ -282,7 +292,7 @@ def _keep_losers(
             if not view.sides[provider].complete:
                 continue
             decision.actions.append(
-                Action("create", new_link, provider, source=loser, source_link=view.link_id)
+                Action(WriteKind.CREATE, new_link, provider, source=loser, source_link=view.link_id)
             )
 
 
@@ -302,7 +312,9 @@ def _reconcile_side(
             return
         if topology.is_receiver(provider):
             decision.actions.append(
-                Action("delete", decision.link_id, provider, provider_id=current.provider_id)
+                Action(
+                    WriteKind.DELETE, decision.link_id, provider, provider_id=current.provider_id
+                )
             )
         return
     if current is not None and current.fingerprint == target_fp:
@@ -311,7 +323,7 @@ def _reconcile_side(
         return
     if current is not None:
         decision.actions.append(
-            Action("update", decision.link_id, provider, source, current.provider_id)
+            Action(WriteKind.UPDATE, decision.link_id, provider, source, current.provider_id)
         )
     elif side.complete:
-        decision.actions.append(Action("create", decision.link_id, provider, source))
+        decision.actions.append(Action(WriteKind.CREATE, decision.link_id, provider, source))

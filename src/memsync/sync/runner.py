@@ -15,7 +15,8 @@ from memsync.paths import Paths
 from memsync.providers import Provider, build_provider
 from memsync.scopes import scoped_config_keys
 from memsync.staging import StagingStore
-from memsync.sync.engine import CycleReport, Engine, ProviderOutcome, SyncOptions
+from memsync.sync.from_config import build_engine
+from memsync.sync.report import CycleReport, ProviderOutcome, ProviderState, SyncOptions
 from memsync.sync.scoped import run_scoped_cycle
 
 log = logging.getLogger(__name__)
@@ -52,9 +53,9 @@ def run_sync(
             if scoped_config_keys(config.providers):
                 report = run_scoped_cycle(config, store, providers, options)
             else:
-                report = Engine(config, store, providers).run_cycle(options)
+                report = build_engine(config, store, providers).run_cycle(options)
     finally:
         lock.release()
     for name, reason in broken.items():
-        report.providers[name] = ProviderOutcome(name, state="error", error=reason)
+        report.providers[name] = ProviderOutcome(name, state=ProviderState.ERROR, error=reason)
     return report

@@ -30,7 +30,7 @@ from memsync.providers import build_provider
 from memsync.staging import StagingStore
 from memsync.status import collect_status, cycle_history
 from memsync.sync.conflicts import choose_winner
-from memsync.sync.engine import SyncOptions
+from memsync.sync.report import SyncOptions
 from memsync.sync.runner import run_sync
 from memsync.sync.verify import verify_and_record
 from memsync.ui.address import check_exposure, is_loopback, url_for

@@ -1,0 +1,201 @@
+"""The outbox: every planned write, durable before it is tried, with its outcome.
+
+A row goes pending → running → done, or failed (retried after a backoff) → dead (parked),
+or superseded (a newer plan decides afresh). Replay reads pending rows of one run and one
+provider in id order; finished rows of old runs are pruned (the journal keeps the writes).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from memsync.sync.plan import WriteKind
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxRow:
+    """One pending write as replay reads it."""
+
+    id: int
+    run_id: int
+    link_id: str
+    provider: str
+    kind: WriteKind
+    provider_id: str | None
+    attempts: int
+    source: str | None  # the provider whose copy is written (None for a delete)
+    source_link: str | None  # keep-both: the memory the copy comes from
+
+    @property
+    def key(self) -> str:
+        """The WriteOp key that ties a provider's result back to this row."""
+        return str(self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class FailedAttempt:
+    """The latest failed (or dead) attempt at a write, which a new plan of it continues."""
+
+    id: int
+    dead: bool
+    attempts: int
+    next_attempt_at: str | None
+
+
+_PENDING = (
+    "SELECT id, run_id, link_id, provider, kind, provider_id, attempts, payload FROM outbox "
+    "WHERE run_id = ? AND provider = ? AND state = 'pending' AND id > ? ORDER BY id LIMIT ?"
+)
+_TARGETS = "SELECT DISTINCT provider FROM outbox WHERE run_id = ? AND state = 'pending'"
+_TARGETS_AMONG = (
+    "SELECT DISTINCT provider FROM outbox WHERE run_id = ? AND state = 'pending' "
+    "AND provider IN (SELECT value FROM json_each(?))"
+)
+
+
+class Outbox:
+    """The outbox table (``store.outbox``)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    # planning -----------------------------------------------------------------------------
+
+    def supersede_unfinished(self, before_run: int, now: str) -> None:
+        """Actions of earlier runs that never finished: the new plan decides afresh."""
+        self.conn.execute(
+            "UPDATE outbox SET state = 'superseded', updated_at = ? "
+            "WHERE state IN ('pending', 'running') AND run_id < ?",
+            (now, before_run),
+        )
+
+    def revive_dead(self, now: str) -> None:
+        """``sync --retry-dead``: parked actions are planned again, with fresh attempts."""
+        self.conn.execute(
+            "UPDATE outbox SET state = 'superseded', attempts = 0, updated_at = ? "
+            "WHERE state = 'dead'",
+            (now,),
+        )
+
+    def any_failed(self) -> bool:
+        """True if some action failed or is dead (else no plan needs to look for one)."""
+        row = self.conn.execute(
+            "SELECT 1 FROM outbox WHERE state IN ('failed', 'dead') LIMIT 1"
+        ).fetchone()
+        return row is not None
+
+    def last_failure(self, link_id: str, provider: str, kind: WriteKind) -> FailedAttempt | None:
+        """The latest failed or dead attempt at this same write, if any."""
+        row = self.conn.execute(
+            "SELECT id, state, attempts, next_attempt_at FROM outbox "
+            "WHERE link_id = ? AND provider = ? "
+            "AND kind = ? AND state IN ('failed', 'dead') ORDER BY id DESC LIMIT 1",
+            (link_id, provider, kind),
+        ).fetchone()
+        if row is None:
+            return None
+        return FailedAttempt(row[0], row[1] == "dead", row[2], row[3])
+
+    def supersede(self, action_id: int) -> None:
+        self.conn.execute("UPDATE outbox SET state = 'superseded' WHERE id = ?", (action_id,))
+
+    def enqueue(
+        self,
+        run_id: int,
+        link_id: str,
+        provider: str,
+        kind: WriteKind,
+        provider_id: str | None,
+        *,
+        source: str | None,
+        source_link: str | None,
+        attempts: int,
+        now: str,
+    ) -> None:
+        payload = json.dumps({"source": source, "source_link": source_link})
+        self.conn.execute(
+            "INSERT INTO outbox (run_id, link_id, provider, kind, provider_id, payload, state, "
+            "attempts, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+            (run_id, link_id, provider, kind, provider_id, payload, attempts, now, now),
+        )
+
+    # replay -------------------------------------------------------------------------------
+
+    def pending_targets(self, run_id: int, among: Sequence[str] | None = None) -> list[str]:
+        """Providers with pending actions in this run (only those ``among``, if given)."""
+        if among is None:
+            rows = self.conn.execute(_TARGETS, (run_id,))
+        else:
+            rows = self.conn.execute(_TARGETS_AMONG, (run_id, json.dumps(list(among))))
+        return [row[0] for row in rows]
+
+    def pending(self, run_id: int, provider: str, after_id: int, limit: int) -> list[OutboxRow]:
+        """The next ``limit`` pending actions into ``provider``, in id order, after ``after_id``."""
+        rows: list[OutboxRow] = []
+        for row_id, run, link, target, kind, provider_id, attempts, payload in self.conn.execute(
+            _PENDING, (run_id, provider, after_id, limit)
+        ):
+            data = json.loads(payload or "{}")
+            rows.append(
+                OutboxRow(
+                    row_id,
+                    run,
+                    link,
+                    target,
+                    WriteKind(kind),
+                    provider_id,
+                    attempts,
+                    data.get("source"),
+                    data.get("source_link"),
+                )
+            )
+        return rows
+
+    def supersede_all(self, action_ids: Iterable[int], *, reason: str | None, now: str) -> None:
+        """Actions that will not be written this cycle; the next plan decides afresh."""
+        self.conn.executemany(
+            "UPDATE outbox SET state = 'superseded', last_error = ?, updated_at = ? WHERE id = ?",
+            [(reason, now, action_id) for action_id in action_ids],
+        )
+
+    def supersede_unwritable(self, action_ids: Iterable[int]) -> None:
+        """Actions whose content is gone from the mirror (its source changed under them)."""
+        self.conn.executemany(
+            "UPDATE outbox SET state = 'superseded' WHERE id = ?",
+            [(action_id,) for action_id in action_ids],
+        )
+
+    def start(self, action_ids: Iterable[int], now: str) -> None:
+        """Mark actions as being written: one more attempt each."""
+        self.conn.executemany(
+            "UPDATE outbox SET state = 'running', attempts = attempts + 1, updated_at = ? "
+            "WHERE id = ?",
+            [(now, action_id) for action_id in action_ids],
+        )
+
+    def fail(
+        self, action_id: int, *, dead: bool, error: str, next_attempt_at: str, now: str
+    ) -> None:
+        """Record a failed write: retried after ``next_attempt_at``, or parked as dead."""
+        self.conn.execute(
+            "UPDATE outbox SET state = ?, last_error = ?, next_attempt_at = ?, updated_at = ? "
+            "WHERE id = ?",
+            ("dead" if dead else "failed", error, next_attempt_at, now, action_id),
+        )
+
+    def finish(self, action_ids: Iterable[int], now: str) -> None:
+        """Record successful writes."""
+        self.conn.executemany(
+            "UPDATE outbox SET state = 'done', last_error = NULL, updated_at = ? WHERE id = ?",
+            [(now, action_id) for action_id in action_ids],
+        )
+
+    def prune(self, before_run: int) -> None:
+        """Forget finished actions of runs before ``before_run`` (the journal keeps them)."""
+        self.conn.execute(
+            "DELETE FROM outbox WHERE state IN ('done', 'superseded') AND run_id < ?",
+            (before_run,),
+        )

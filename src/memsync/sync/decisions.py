@@ -1,0 +1,126 @@
+"""Planning the dirty set: each memory's decision (``plan.plan_link``), recorded in staging.
+
+A decision moves the bases (what each provider is now known to hold), the agreed version,
+records a conflict it met, carries out a resolution the user chose, and puts its writes in
+the outbox. Each chunk of memories commits on its own; a dry run records nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memsync.faults import fault_point
+from memsync.records import utc_now_iso
+from memsync.staging.store import StagingStore, dumps
+from memsync.sync.dirty import dirty_chunks, link_views
+from memsync.sync.plan import Decision, Topology, plan_link
+from memsync.sync.replay import enqueue
+from memsync.sync.report import ConflictEntry, CycleReport, PlannedEntry, SyncOptions
+
+
+def plan_dirty(
+    store: StagingStore,
+    run_id: int,
+    providers: Sequence[str],
+    topology: Topology,
+    report: CycleReport,
+    options: SyncOptions,
+) -> None:
+    """Plan every dirty memory (``store.dirty`` is marked), chunk by chunk."""
+    resolving = store.conflicts.resolving()
+    any_failed = store.outbox.any_failed()
+    complete = {n: (o.mirror.complete if o.mirror else True) for n, o in report.providers.items()}
+    for chunk in dirty_chunks(store):
+        views, extras = link_views(store, providers, chunk, complete)
+        decisions = [plan_link(view, topology) for view in views]
+        duplicates = [
+            a for a in extras if a.target not in topology.unavailable and complete.get(a.target)
+        ]
+        for decision in decisions:
+            for action in decision.actions:
+                report.add_planned(PlannedEntry.of(action))
+        for action in duplicates:
+            report.add_planned(PlannedEntry.of(action))
+        if options.dry_run:
+            for decision in decisions:
+                if decision.conflict:
+                    report.conflicts.append(conflict_entry(decision, None))
+            continue
+        with store.transaction():
+            for decision in decisions:
+                _record(store, run_id, decision, report, resolving, any_failed)
+            for action in duplicates:
+                enqueue(store, run_id, action, report, any_failed=any_failed)
+        fault_point("plan:chunk")
+
+
+def _record(
+    store: StagingStore,
+    run_id: int,
+    decision: Decision,
+    report: CycleReport,
+    resolving: set[str],
+    any_failed: bool,
+) -> None:
+    now = utc_now_iso()
+    if decision.conflict is not None:
+        _store_conflict(store, run_id, decision, report)
+    if decision.blocked:
+        return
+    if decision.winner is not None:
+        if decision.deleted:
+            store.links.agree_deleted(decision.link_id, now)
+        else:
+            store.links.agree(decision.link_id, decision.winner, decision.agreed, now)
+    for provider, fingerprint in decision.acknowledge.items():
+        if fingerprint is None:
+            store.links.forget_base(decision.link_id, provider)
+        else:
+            store.links.acknowledge(decision.link_id, provider, fingerprint, now)
+    if decision.link_id in resolving:
+        store.conflicts.mark_resolved(decision.link_id, now)
+    for action in decision.actions:
+        enqueue(store, run_id, action, report, any_failed=any_failed)
+
+
+def _store_conflict(
+    store: StagingStore, run_id: int, decision: Decision, report: CycleReport
+) -> None:
+    """Record the conflict with each side's version (an open one only once)."""
+    conflict = decision.conflict
+    assert conflict is not None
+    if conflict.winner is None:
+        existing = store.conflicts.open_id(decision.link_id)
+        if existing is not None:
+            report.conflicts.append(conflict_entry(decision, existing))
+            return
+    versions = {}
+    for change in conflict.changes:
+        fingerprint = change.version.fingerprint if change.version else ""
+        record = store.records.with_fingerprint(change.provider, decision.link_id, fingerprint)
+        if record is not None:
+            versions[change.provider] = {
+                "provider_id": record.id,
+                "content": record.content,
+                "metadata": record.metadata,
+                "updated_at": record.updated_at,
+                "fingerprint": record.fingerprint,
+            }
+    conflict_id = store.conflicts.add(
+        decision.link_id, run_id, conflict.policy, conflict.winner, dumps(versions), utc_now_iso()
+    )
+    report.conflicts.append(conflict_entry(decision, conflict_id))
+
+
+def conflict_entry(decision: Decision, conflict_id: int | None) -> ConflictEntry:
+    conflict = decision.conflict
+    assert conflict is not None
+    return ConflictEntry(
+        id=conflict_id,
+        link_id=decision.link_id,
+        providers=[c.provider for c in conflict.changes],
+        policy=conflict.policy,
+        winner=conflict.winner,
+        state="open" if conflict.winner is None else "resolved",
+        kept_as_copies=list(conflict.keep_both_from),
+    )

@@ -1,0 +1,306 @@
+"""The outbox: planned writes go in (``enqueue``), replay carries them out and records each
+outcome before relying on it.
+
+Targets replay in a fixed order: the active backend, the other providers, backups last.
+At-least-once replay plus origin markers make it effectively once: a write whose outcome
+was lost in a crash shows up in the next mirror under its origin and is recognised, not
+redone. Failures back off exponentially and are parked as dead after ``max_attempts``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+
+from memsync.errors import AuthError, MemsyncError, ProviderBusy, TransientProviderError
+from memsync.faults import fault_point
+from memsync.providers.base import Provider, WriteResult
+from memsync.records import parse_instant, utc_now_iso
+from memsync.staging.links import FirstAgreement, NewBase
+from memsync.staging.outbox import OutboxRow
+from memsync.staging.store import StagingStore, record_row
+from memsync.sync.freshness import changed_targets
+from memsync.sync.mirror import INSERT_JOURNAL, journal_row
+from memsync.sync.plan import Action, Topology, WriteKind
+from memsync.sync.report import (
+    CycleReport,
+    FailureEntry,
+    ProviderOutcome,
+    ProviderState,
+    SyncOptions,
+)
+from memsync.sync.writes import ops_for
+
+log = logging.getLogger(__name__)
+
+OUTCOME_GROUP = 200  # successful writes recorded per transaction during replay
+OUTCOME_DELAY = 2.0  # ...or after this many seconds, whichever comes first
+REPLAY_BATCH = 1000
+BACKOFF_BASE = timedelta(seconds=30)
+BACKOFF_MAX = timedelta(hours=1)
+
+
+def supersede_stale(store: StagingStore, run_id: int, options: SyncOptions) -> None:
+    """Actions of earlier runs that never finished: the new plan decides afresh."""
+    if options.dry_run:
+        return
+    with store.transaction():
+        store.outbox.supersede_unfinished(run_id, utc_now_iso())
+        if options.retry_dead:
+            store.outbox.revive_dead(utc_now_iso())
+
+
+def enqueue(
+    store: StagingStore, run_id: int, action: Action, report: CycleReport, *, any_failed: bool
+) -> None:
+    """Put a planned write in the outbox, unless an earlier attempt at it is backing off or
+    dead (``any_failed``: whether any action failed at all; if none did, no lookup)."""
+    attempts = 0
+    prior = (
+        store.outbox.last_failure(action.link_id, action.target, action.kind)
+        if any_failed
+        else None
+    )
+    if prior is not None:
+        if prior.dead:
+            report.waiting += 1
+            return
+        retry_at = parse_instant(prior.next_attempt_at)
+        if retry_at and retry_at > datetime.now(UTC):
+            report.waiting += 1
+            return
+        attempts = prior.attempts
+        store.outbox.supersede(prior.id)
+    store.outbox.enqueue(
+        run_id,
+        action.link_id,
+        action.target,
+        action.kind,
+        action.provider_id,
+        source=action.source,
+        source_link=action.source_link,
+        attempts=attempts,
+        now=utc_now_iso(),
+    )
+
+
+class Replay:
+    """Carries out one run's pending writes, provider by provider, in batches."""
+
+    def __init__(
+        self,
+        store: StagingStore,
+        providers: Mapping[str, Provider],
+        topology: Topology,
+        *,
+        max_attempts: int,
+        use: Callable[[Provider], Provider],
+        scoped: bool = False,
+    ) -> None:
+        """``use`` opens a provider for the rest of the cycle; ``scoped``: replay only into
+        these providers (a scope's cycle in a store shared by scopes)."""
+        self.store = store
+        self.providers = providers
+        self.topology = topology
+        self.max_attempts = max_attempts
+        self.use = use
+        self.scoped = scoped
+
+    def run(
+        self, run_id: int, topology: Topology, report: CycleReport, options: SyncOptions
+    ) -> None:
+        among = list(self.providers) if self.scoped else None
+        targets = self.store.outbox.pending_targets(run_id, among)
+        for target in sorted(targets, key=self._rank):
+            if target in topology.unavailable or target not in self.providers:
+                continue
+            if _stopping(options):
+                report.interrupted = True
+                return
+            started = time.monotonic()
+            self._into(run_id, self.providers[target], report, options)
+            report.providers[target].seconds += time.monotonic() - started
+
+    def _rank(self, name: str) -> tuple[int, int]:
+        """Replay order: the active backend first (agents read it, so it is current soonest),
+        then the other two-way and pull providers, push-only backups last (a backup copies
+        what the others hold); config order within each group. Never by name."""
+        order = list(self.providers)
+        group = 0 if name == self.topology.active else 1
+        if self.topology.directions.get(name) == "push":
+            group = 2
+        return group, order.index(name) if name in order else len(order)
+
+    def _into(
+        self, run_id: int, provider: Provider, report: CycleReport, options: SyncOptions
+    ) -> None:
+        outcome = report.providers[provider.name]
+        try:
+            self.use(provider)
+            last_id = 0
+            while True:
+                rows = self.store.outbox.pending(run_id, provider.name, last_id, REPLAY_BATCH)
+                if not rows:
+                    return
+                last_id = rows[-1].id
+                if _stopping(options):
+                    report.interrupted = True
+                    return
+                rows = self._skip_changed_targets(provider, rows, report)
+                if not rows:
+                    continue
+                if not self._batch(provider, rows, report, outcome, options):
+                    return
+        except ProviderBusy as exc:
+            outcome.state, outcome.error = ProviderState.BUSY, str(exc)
+        except MemsyncError as exc:
+            outcome.state, outcome.error = ProviderState.ERROR, str(exc)
+
+    def _skip_changed_targets(
+        self, provider: Provider, rows: list[OutboxRow], report: CycleReport
+    ) -> list[OutboxRow]:
+        """Never write blind over an edit made since the mirror: such actions are superseded
+        and planned again next cycle, after the edit is mirrored (see sync/freshness)."""
+        since = parse_instant(report.started_at) or datetime.now(UTC)
+        stale = changed_targets(self.store, provider, since, rows)
+        if not stale:
+            return rows
+        with self.store.transaction():
+            self.store.outbox.supersede_all(
+                stale,
+                reason="the target changed since the mirror; planned again next cycle",
+                now=utc_now_iso(),
+            )
+        report.providers[provider.name].replanned += len(stale)
+        log.info(
+            "%s: %d memories changed since the mirror; their writes wait for the next cycle",
+            provider.name,
+            len(stale),
+        )
+        return [row for row in rows if row.id not in stale]
+
+    def _batch(
+        self,
+        provider: Provider,
+        rows: list[OutboxRow],
+        report: CycleReport,
+        outcome: ProviderOutcome,
+        options: SyncOptions,
+    ) -> bool:
+        """Write one batch; False when the provider should get no more writes this cycle."""
+        ops = ops_for(self.store, rows)
+        by_key = {row.key: row for row in rows}
+        with self.store.transaction():
+            self.store.outbox.supersede_unwritable(row.id for row in rows if row.key not in ops)
+            self.store.outbox.start((int(key) for key in ops), utc_now_iso())
+        fault_point("replay:before-batch")
+        keep_going = True
+        done: list[tuple[OutboxRow, WriteResult]] = []
+        flushed_at = time.monotonic()
+        try:
+            for result in provider.write_many(list(ops.values())):
+                row = by_key[result.op.key]
+                if self._record_outcome(provider, row, result, report, outcome):
+                    done.append((row, result))
+                fault_point("replay:result")
+                if len(done) >= OUTCOME_GROUP or time.monotonic() - flushed_at > OUTCOME_DELAY:
+                    self._remember_written(provider.name, done)
+                    done, flushed_at = [], time.monotonic()
+                if isinstance(result.error, AuthError | ProviderBusy):
+                    keep_going = False
+                if _stopping(options):  # SIGTERM: the write in flight is done; stop here
+                    report.interrupted, keep_going = True, False
+                    break
+        finally:
+            self._remember_written(provider.name, done)
+        return keep_going
+
+    def _record_outcome(
+        self,
+        provider: Provider,
+        row: OutboxRow,
+        result: WriteResult,
+        report: CycleReport,
+        outcome: ProviderOutcome,
+    ) -> bool:
+        """Count a success (recorded with its group); record a failure at once. True if done."""
+        if result.error is None:
+            report.replayed[row.kind] += 1
+            outcome.written += 1
+            return True
+        attempts = row.attempts + 1
+        dead = attempts >= self.max_attempts
+        delay = min(BACKOFF_BASE * (2 ** (attempts - 1)), BACKOFF_MAX)
+        if isinstance(result.error, TransientProviderError) and result.error.retry_after:
+            delay = max(delay, timedelta(seconds=result.error.retry_after))
+        message = (
+            str(result.error) if isinstance(result.error, MemsyncError) else repr(result.error)
+        )
+        with self.store.transaction():
+            self.store.outbox.fail(
+                row.id,
+                dead=dead,
+                error=message[:500],
+                next_attempt_at=(datetime.now(UTC) + delay).isoformat(),
+                now=utc_now_iso(),
+            )
+        outcome.failed += 1
+        report.failures.append(FailureEntry(provider.name, row.kind, row.link_id, message, dead))
+        return False
+
+    def _remember_written(self, provider: str, done: list[tuple[OutboxRow, WriteResult]]) -> None:
+        """Record a group of successes: outbox done, and the writes as the mirror will see them.
+
+        Successes are recorded in groups (OUTCOME_GROUP writes or OUTCOME_DELAY seconds), not
+        one transaction per write: a commit between every write made the stores' own fsyncs
+        slower (12% of a first sync into Mem0). A crash loses at most one group's records,
+        never a memory: the writes carry origin markers and the next mirror recognises them
+        (the crash matrix kills memsync between every write to prove it).
+        """
+        if not done:
+            return
+        now = utc_now_iso()
+        records, bases, agreements, journal = [], [], [], []
+        removed: list[tuple[str, str]] = []  # records gone from the provider
+        unlinked: list[tuple[str, str, str | None]] = []  # bases of deleted records
+        for row, result in done:
+            link_id, run_id = row.link_id, row.run_id
+            record = result.record
+            if row.kind == WriteKind.DELETE:
+                assert row.provider_id is not None  # a delete always names its target
+                removed.append((provider, row.provider_id))
+                unlinked.append((link_id, provider, row.provider_id))
+                journal.append(
+                    journal_row(run_id, provider, link_id, "removed", None, row.provider_id)
+                )
+                continue
+            if record is None:
+                continue
+            records.append(record_row(provider, link_id, record, run_id))
+            if row.provider_id and row.provider_id != record.id:
+                # The provider gave the memory a new id on update (Cognee): drop the old row.
+                removed.append((provider, row.provider_id))
+            bases.append(
+                NewBase(link_id, provider, record.id, record.fingerprint, record.content_hash, now)
+            )
+            agreements.append(
+                FirstAgreement(
+                    link_id, record.fingerprint, record.content_hash, record.updated_at or now, now
+                )
+            )
+            journal.append(journal_row(run_id, provider, link_id, "written", record, record.id))
+        with self.store.transaction() as conn:
+            self.store.outbox.finish((row.id for row, _ in done), now)
+            self.store.upsert_records(records)
+            self.store.links.set_bases(bases)
+            self.store.links.agree_if_new(agreements)
+            self.store.records.remove(removed)
+            self.store.links.drop_bases(unlinked)
+            conn.executemany(INSERT_JOURNAL, journal)  # the journal's own repository: r-repo
+        fault_point("replay:remembered")
+
+
+def _stopping(options: SyncOptions) -> bool:
+    return options.stop is not None and options.stop.is_set()
