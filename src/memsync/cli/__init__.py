@@ -361,4 +361,4 @@ def ui(app: App, listen: str | None, url_only: bool) -> None:
 
 
 # The command modules add themselves to `main` when imported.
-from memsync import cli_daemon, cli_sync  # noqa: E402, F401
+from memsync.cli import daemon, sync  # noqa: E402, F401
