@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from memsync.cli import App, main, pass_app
+from memsync.cli.common import App, pass_app
 from memsync.errors import MemsyncError
 from memsync.output import print_json, print_table
 
@@ -22,7 +22,7 @@ def _config_override() -> Path | None:
     return Path(value).expanduser().resolve() if value else None
 
 
-@main.command()
+@click.command()
 @pass_app
 def daemon(app: App) -> None:
     """Run in the foreground: sync every [sync] interval, back up every [backup] interval.
@@ -60,7 +60,7 @@ def daemon(app: App) -> None:
     raise SystemExit(result.exit_code)
 
 
-@main.command()
+@click.command()
 @click.option("--provider", "only", multiple=True, help="Back up only this provider (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 @pass_app
@@ -98,7 +98,7 @@ def backup(app: App, only: tuple[str, ...], as_json: bool) -> None:
         raise SystemExit(1)
 
 
-@main.group()
+@click.group()
 def service() -> None:
     """Install, remove or inspect the systemd user service that runs `memsync daemon`."""
 

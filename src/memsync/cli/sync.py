@@ -1,29 +1,21 @@
-"""Sync commands: sync, switch, verify, conflicts, resolve, log, history, restore, repair."""
+"""Commands that run a sync cycle, or steer the next one, and print its report: sync, switch,
+conflicts, resolve, repair."""
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-
 import click
 
-from memsync.cli import App, main, pass_app
+from memsync.cli.common import App, pass_app
 from memsync.config import parse_config
 from memsync.config_edit import set_active
 from memsync.errors import MemsyncError
 from memsync.files import write_private_text
-from memsync.output import print_json, print_table, progress_bar, stderr
-from memsync.pmm import Header, write_pmm_file, write_pmm_stream
-from memsync.portability import import_file
-from memsync.records import utc_now_iso
+from memsync.output import print_json, progress_bar
 from memsync.staging.aside import set_aside
 from memsync.sync.conflicts import choose_winner, list_conflicts
 from memsync.sync.engine import CycleReport, SyncOptions
-from memsync.sync.journal import log_entries, memory_history, records_at
 from memsync.sync.runner import run_sync
 from memsync.sync.scoped import ScopedCycleReport
-from memsync.sync.verify import verify_and_record
 
 
 def _print_cycle(report: CycleReport) -> None:
@@ -91,7 +83,7 @@ def _print_cycle(report: CycleReport) -> None:
         click.echo(line)
 
 
-@main.command()
+@click.command()
 @click.option("--provider", "only", multiple=True, help="Sync only this provider (repeatable).")
 @click.option("--dry-run", is_flag=True, help="Print the plan; write nothing to any provider.")
 @click.option("--json", "as_json", is_flag=True, help="Print the cycle report as JSON.")
@@ -157,7 +149,7 @@ def sync(
 # --- switch --------------------------------------------------------------------------------
 
 
-@main.command()
+@click.command()
 @click.argument("name")
 @pass_app
 def switch(app: App, name: str) -> None:
@@ -189,58 +181,10 @@ def switch(app: App, name: str) -> None:
     raise SystemExit(after.exit_code)
 
 
-# --- verify --------------------------------------------------------------------------------
-
-
-@main.command("verify")
-@click.argument("a")
-@click.argument("b")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--scope", "scope", help="With wildcard scopes: the scope to verify (user_id=alice).")
-@pass_app
-def verify_command(app: App, a: str, b: str, as_json: bool, scope: str | None) -> None:
-    """Prove providers A and B hold the same memories (text and user metadata, in scope).
-
-    Every copy counts. A text both held before memsync linked them and then received from
-    each other (held twice each, in step) is reported as duplicated. Exits 0 when they are
-    reconciled, 1 with the list of differences otherwise.
-    """
-    from memsync.scope_views import provider_in_scope
-    from memsync.scopes import Scope
-
-    chosen = Scope.parse(scope) if scope is not None else None
-    first = provider_in_scope(app.config, a, chosen)
-    second = provider_in_scope(app.config, b, chosen)
-    report = verify_and_record(first, second, app.paths.database)
-    if as_json:
-        print_json(report.as_dict())
-    else:
-        click.echo(
-            f"{first.name}: {report.count_a} memories, {second.name}: {report.count_b} memories"
-        )
-        if report.reconciled:
-            click.echo("reconciled: both hold the same memories")
-        for diff in report.differences[:100]:
-            times = f" (x{diff.count})" if diff.count > 1 else ""
-            meta = f" {json.dumps(diff.metadata, ensure_ascii=False)}" if diff.metadata else ""
-            click.echo(f"only in {diff.only_in}{times}: {diff.content!r}{meta}")
-        if len(report.differences) > 100:
-            click.echo(f"... and {len(report.differences) - 100} more (use --json)")
-        for dup in report.duplicated[:100]:
-            counts = ", ".join(f"{n} x{c}" for n, c in dup.copies.items())
-            click.echo(
-                f"duplicated ({counts}): {dup.content!r}: each side held it as its own and "
-                "got the other's copy too"
-            )
-        if len(report.duplicated) > 100:
-            click.echo(f"... and {len(report.duplicated) - 100} more duplicated (use --json)")
-    raise SystemExit(0 if report.reconciled else 1)
-
-
 # --- conflicts -----------------------------------------------------------------------------
 
 
-@main.command()
+@click.command()
 @click.option("--all", "show_all", is_flag=True, help="Include conflicts already settled.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_app
@@ -263,7 +207,7 @@ def conflicts(app: App, show_all: bool, as_json: bool) -> None:
             click.echo(f"  {provider}: {version['content']!r} (updated {version['updated_at']})")
 
 
-@main.command()
+@click.command()
 @click.argument("conflict_id", type=int)
 @click.option("--keep", "keep", required=True, help="The provider whose version wins.")
 @click.option("--no-sync", is_flag=True, help="Record the choice; apply it at the next cycle.")
@@ -279,171 +223,10 @@ def resolve(app: App, conflict_id: int, keep: str, no_sync: bool) -> None:
         raise SystemExit(report.exit_code)
 
 
-# --- journal -------------------------------------------------------------------------------
-
-
-@main.command("log")
-@click.option("--provider", help="Only this provider's changes.")
-@click.option("--since", help="Only changes at or after this time (ISO-8601).")
-@click.option("--limit", type=int, default=200, show_default=True)
-@click.option("--scope", "scope", help="Only one scope's changes, e.g. user_id=alice.")
-@click.option("--json", "as_json", is_flag=True)
-@pass_app
-def log_command(
-    app: App,
-    provider: str | None,
-    since: str | None,
-    limit: int,
-    scope: str | None,
-    as_json: bool,
-) -> None:
-    """The change journal: what memsync saw added, changed, removed and wrote."""
-    from memsync.scope_views import scope_provider_names
-    from memsync.scopes import Scope
-
-    with app.store() as store:
-        if scope is None:
-            entries = log_entries(store, provider=provider, since=since, limit=limit)
-        else:
-            names = scope_provider_names(store, Scope.parse(scope), provider)
-            entries = log_entries(store, providers=names, since=since, limit=limit)
-    if as_json:
-        print_json(entries)
-        return
-    print_table(
-        "",
-        ("seq", "at", "provider", "kind", "memory", "content"),
-        [
-            (
-                e["seq"] or "",
-                e["at"],
-                e["provider"],
-                _kind(e),
-                e["link_id"],
-                _preview(e["content"]),
-            )
-            for e in entries
-        ],
-    )
-
-
-def _kind(entry: dict[str, object]) -> str:
-    """The journal kind; an adoption says what it was paired with."""
-    if entry["kind"] != "adopted":
-        return str(entry["kind"])
-    if entry.get("from_provider"):
-        return f"adopted (same text as {entry['from_provider']} {entry['from_provider_id']})"
-    return "adopted"
-
-
-@main.command()
-@click.argument("memory")
-@click.option("--json", "as_json", is_flag=True)
-@pass_app
-def history(app: App, memory: str, as_json: bool) -> None:
-    """Every version of one memory seen in any provider (MEMORY: a memory or provider id)."""
-    with app.store() as store:
-        entries = memory_history(store, memory)
-    if as_json:
-        print_json(entries)
-        return
-    print_table(
-        entries[0]["link_id"],
-        ("seq", "at", "provider", "kind", "provider id", "content"),
-        [
-            (
-                e["seq"] or "",
-                e["at"],
-                e["provider"],
-                _kind(e),
-                e["provider_id"],
-                _preview(e["content"]),
-            )
-            for e in entries
-        ],
-    )
-
-
-def _preview(text: str | None, width: int = 60) -> str:
-    if text is None:
-        return ""
-    text = text.replace("\n", " ")
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-@main.command()
-@click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--into", "target", help="With FILE: the provider to restore the backup into.")
-@click.option(
-    "--strategy",
-    type=click.Choice(["skip_duplicates", "overwrite"]),
-    default="skip_duplicates",
-    show_default=True,
-)
-@click.option("--provider", "provider_name", help="Without FILE: the provider to reconstruct.")
-@click.option("--at", "at", help="Without FILE: the time to reconstruct it at (ISO-8601).")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Without FILE: where to write the PMM file (standard output by default).",
-)
-@pass_app
-def restore(
-    app: App,
-    file: Path | None,
-    target: str | None,
-    strategy: str,
-    provider_name: str | None,
-    at: str | None,
-    output: Path | None,
-) -> None:
-    """Restore a backup into a provider, or reconstruct a provider at a past time.
-
-    \b
-    Examples:
-      memsync restore ~/.local/share/memsync/backups/mem0/2026-11-30T0900.pmm.jsonl --into mem0
-      memsync restore --provider mem0 --at 2026-11-29T18:00:00Z -o mem0-yesterday.pmm.jsonl
-    """
-    if file is not None:
-        if not target:
-            raise MemsyncError("restore FILE needs --into NAME (the provider to restore into)")
-        with app.provider(target) as provider, progress_bar(f"restoring into {target}") as tick:
-            report = import_file(
-                file,
-                provider,
-                strategy=strategy,  # type: ignore[arg-type]
-                max_content_bytes=app.config.pmm.max_content_bytes,
-                progress=tick,
-            )
-        click.echo(
-            f"restored {report.imported} new, {report.updated} replaced into {target}; "
-            f"{len(report.skipped_duplicate)} already there, {len(report.skipped_empty)} empty, "
-            f"{len(report.rejected)} rejected"
-        )
-        for rejected in report.rejected[:50]:
-            click.echo(f"  {rejected.location}: {rejected.reason}")
-        raise SystemExit(0 if report.ok else 1)
-    if not provider_name or not at:
-        raise MemsyncError("restore needs FILE --into NAME, or --provider NAME --at TIME")
-    with app.store() as store:
-        header = Header(
-            source_provider=provider_name,
-            scope={"provider": provider_name, "at": at},
-            exported_at=utc_now_iso(),
-        )
-        records = records_at(store, provider_name, at)
-        if output:
-            count = write_pmm_file(output, header, records)
-        else:
-            count = write_pmm_stream(sys.stdout, header, records)
-    stderr.print(f"{count} memories of {provider_name} as they stood at {at}", markup=False)
-
-
 # --- repair --------------------------------------------------------------------------------
 
 
-@main.command()
+@click.command()
 @pass_app
 def repair(app: App) -> None:
     """Rebuild the staging database from the providers (after corruption or loss).
@@ -459,46 +242,3 @@ def repair(app: App) -> None:
     _print_cycle(report)
     click.echo("rebuilt the staging database from the providers")
     raise SystemExit(report.exit_code)
-
-
-# --- migrate -------------------------------------------------------------------------------
-
-
-@main.command()
-@click.option("--from", "source", required=True, help="The provider to copy from (e.g. mem0).")
-@click.option("--to", "target", required=True, help="The provider to copy into (e.g. mnem).")
-@click.option("--dry-run", is_flag=True, help="Report what would be imported; write nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@pass_app
-def migrate(app: App, source: str, target: str, dry_run: bool, as_json: bool) -> None:
-    """One-shot copy of every memory of one provider into another (ADR-0024 semantics).
-
-    Pages through the whole source (no silent cap), skips empty memories and reports them by
-    id, namespaces ids (`mem0:{id}` in mnem), keeps provenance, and imports nothing twice.
-    Exits 1 when the source listing was partial or a write failed.
-
-    \b
-    Example:
-      memsync migrate --from mem0 --to mnem --dry-run
-    """
-    from memsync.migrate import migrate as run_migration
-
-    with progress_bar(f"migrating {source} -> {target}"):
-        report = run_migration(app.provider(source), app.provider(target), dry_run=dry_run)
-    if as_json:
-        print_json(report.as_dict())
-    else:
-        verb = "would import" if dry_run else "imported"
-        count = report.planned if dry_run else report.imported
-        click.echo(
-            f"{source} -> {target}: listed {report.listed}, {verb} {count}, "
-            f"{report.already_present} already there, {len(report.skipped)} skipped, "
-            f"{len(report.failed)} failed"
-        )
-        for skip in report.skipped[:50]:
-            click.echo(f"  skipped {skip.id}: {skip.reason}")
-        for failure in report.failed[:50]:
-            click.echo(f"  failed {failure.id}: {failure.reason}")
-        if not report.complete:
-            click.echo(f"  partial: {report.partial_reason}")
-    raise SystemExit(0 if report.ok else 1)

@@ -1,0 +1,173 @@
+"""What memsync knows: status, verify, the change journal (log) and one memory's history."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from memsync.cli.common import App, pass_app
+from memsync.output import print_json, print_table
+from memsync.sync.journal import log_entries, memory_history
+from memsync.sync.verify import verify_and_record
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--scope", "scope", help="Only one scope's providers, e.g. user_id=alice.")
+@pass_app
+def status(app: App, as_json: bool, scope: str | None) -> None:
+    """What memsync knows: config, staging database, each provider's mirror."""
+    from memsync.scope_views import fold_scopes, only_scope
+    from memsync.scopes import Scope
+    from memsync.status import collect_status, render_status
+
+    report = collect_status(app.paths)
+    if scope is not None:
+        only_scope(report, Scope.parse(scope))
+    else:
+        fold_scopes(report)
+    if as_json:
+        print_json(report)
+    else:
+        render_status(report)
+
+
+# --- verify --------------------------------------------------------------------------------
+
+
+@click.command("verify")
+@click.argument("a")
+@click.argument("b")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--scope", "scope", help="With wildcard scopes: the scope to verify (user_id=alice).")
+@pass_app
+def verify_command(app: App, a: str, b: str, as_json: bool, scope: str | None) -> None:
+    """Prove providers A and B hold the same memories (text and user metadata, in scope).
+
+    Every copy counts. A text both held before memsync linked them and then received from
+    each other (held twice each, in step) is reported as duplicated. Exits 0 when they are
+    reconciled, 1 with the list of differences otherwise.
+    """
+    from memsync.scope_views import provider_in_scope
+    from memsync.scopes import Scope
+
+    chosen = Scope.parse(scope) if scope is not None else None
+    first = provider_in_scope(app.config, a, chosen)
+    second = provider_in_scope(app.config, b, chosen)
+    report = verify_and_record(first, second, app.paths.database)
+    if as_json:
+        print_json(report.as_dict())
+    else:
+        click.echo(
+            f"{first.name}: {report.count_a} memories, {second.name}: {report.count_b} memories"
+        )
+        if report.reconciled:
+            click.echo("reconciled: both hold the same memories")
+        for diff in report.differences[:100]:
+            times = f" (x{diff.count})" if diff.count > 1 else ""
+            meta = f" {json.dumps(diff.metadata, ensure_ascii=False)}" if diff.metadata else ""
+            click.echo(f"only in {diff.only_in}{times}: {diff.content!r}{meta}")
+        if len(report.differences) > 100:
+            click.echo(f"... and {len(report.differences) - 100} more (use --json)")
+        for dup in report.duplicated[:100]:
+            counts = ", ".join(f"{n} x{c}" for n, c in dup.copies.items())
+            click.echo(
+                f"duplicated ({counts}): {dup.content!r}: each side held it as its own and "
+                "got the other's copy too"
+            )
+        if len(report.duplicated) > 100:
+            click.echo(f"... and {len(report.duplicated) - 100} more duplicated (use --json)")
+    raise SystemExit(0 if report.reconciled else 1)
+
+
+# --- journal -------------------------------------------------------------------------------
+
+
+@click.command("log")
+@click.option("--provider", help="Only this provider's changes.")
+@click.option("--since", help="Only changes at or after this time (ISO-8601).")
+@click.option("--limit", type=int, default=200, show_default=True)
+@click.option("--scope", "scope", help="Only one scope's changes, e.g. user_id=alice.")
+@click.option("--json", "as_json", is_flag=True)
+@pass_app
+def log_command(
+    app: App,
+    provider: str | None,
+    since: str | None,
+    limit: int,
+    scope: str | None,
+    as_json: bool,
+) -> None:
+    """The change journal: what memsync saw added, changed, removed and wrote."""
+    from memsync.scope_views import scope_provider_names
+    from memsync.scopes import Scope
+
+    with app.store() as store:
+        if scope is None:
+            entries = log_entries(store, provider=provider, since=since, limit=limit)
+        else:
+            names = scope_provider_names(store, Scope.parse(scope), provider)
+            entries = log_entries(store, providers=names, since=since, limit=limit)
+    if as_json:
+        print_json(entries)
+        return
+    print_table(
+        "",
+        ("seq", "at", "provider", "kind", "memory", "content"),
+        [
+            (
+                e["seq"] or "",
+                e["at"],
+                e["provider"],
+                _kind(e),
+                e["link_id"],
+                _preview(e["content"]),
+            )
+            for e in entries
+        ],
+    )
+
+
+def _kind(entry: dict[str, object]) -> str:
+    """The journal kind; an adoption says what it was paired with."""
+    if entry["kind"] != "adopted":
+        return str(entry["kind"])
+    if entry.get("from_provider"):
+        return f"adopted (same text as {entry['from_provider']} {entry['from_provider_id']})"
+    return "adopted"
+
+
+@click.command()
+@click.argument("memory")
+@click.option("--json", "as_json", is_flag=True)
+@pass_app
+def history(app: App, memory: str, as_json: bool) -> None:
+    """Every version of one memory seen in any provider (MEMORY: a memory or provider id)."""
+    with app.store() as store:
+        entries = memory_history(store, memory)
+    if as_json:
+        print_json(entries)
+        return
+    print_table(
+        entries[0]["link_id"],
+        ("seq", "at", "provider", "kind", "provider id", "content"),
+        [
+            (
+                e["seq"] or "",
+                e["at"],
+                e["provider"],
+                _kind(e),
+                e["provider_id"],
+                _preview(e["content"]),
+            )
+            for e in entries
+        ],
+    )
+
+
+def _preview(text: str | None, width: int = 60) -> str:
+    if text is None:
+        return ""
+    text = text.replace("\n", " ")
+    return text if len(text) <= width else text[: width - 1] + "…"
