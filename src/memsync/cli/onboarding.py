@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import click
 
+from memsync.checks import check_providers
 from memsync.cli.common import App, pass_app
-from memsync.errors import MemsyncError, ProviderUnavailable
+from memsync.errors import MemsyncError
 from memsync.files import write_private_text
-from memsync.providers import build_provider
 from memsync.starter import STARTER_CONFIG
+
+_ANSWERS = {"ok": "", "unavailable": "not available: ", "failed": "FAILED: "}
 
 
 @click.command()
@@ -30,29 +32,13 @@ def check(app: App) -> None:
 
     Exits 0 when every provider answered, 1 when one did not (each is listed with why).
     """
-    from memsync.scope_views import check_scoped
-    from memsync.scopes import is_template
-
     config = app.config
     click.echo(f"config: {app.paths.config_file}: ok ({len(config.providers)} providers)")
     failures = 0
-    for name, entry in config.providers.items():
-        marker = " (active)" if name == config.sync.active else ""
-        try:
-            provider = build_provider(name, config)
-            if is_template(entry):  # a template names no store of its own to open
-                detail = check_scoped(config, name, provider) or ""
-            else:
-                with provider:
-                    detail = check_scoped(config, name, provider) or provider.check()
-        except ProviderUnavailable as exc:
-            failures += 1
-            click.echo(f"{name} [{entry.type}]{marker}: not available: {exc}")
-            continue
-        except MemsyncError as exc:
-            failures += 1
-            click.echo(f"{name} [{entry.type}]{marker}: FAILED: {exc}")
-            continue
-        click.echo(f"{name} [{entry.type}]{marker}: {detail}")
+    for checked in check_providers(config):
+        marker = " (active)" if checked.active else ""
+        failures += checked.answer != "ok"
+        said = _ANSWERS[checked.answer] + checked.detail
+        click.echo(f"{checked.name} [{checked.type}]{marker}: {said}")
     if failures:
         raise SystemExit(1)
