@@ -6,16 +6,13 @@ from __future__ import annotations
 import click
 
 from memsync.cli.common import App, pass_app
-from memsync.config import parse_config
-from memsync.config_edit import set_active
-from memsync.errors import MemsyncError
-from memsync.files import write_private_text
 from memsync.output import print_json, progress_bar
-from memsync.staging.aside import set_aside
 from memsync.sync.conflicts import choose_winner, list_conflicts
 from memsync.sync.engine import CycleReport, SyncOptions
+from memsync.sync.repair import rebuild_staging
 from memsync.sync.runner import run_sync
 from memsync.sync.scoped import ScopedCycleReport
+from memsync.sync.switch import SwitchRefused, switch_active
 
 
 def _print_cycle(report: CycleReport) -> None:
@@ -159,26 +156,17 @@ def switch(app: App, name: str) -> None:
     `[sync] active` in the config, then runs a cycle around NAME. Links survive: no memory is
     duplicated or lost.
     """
-    config = app.config
-    config.provider(name)
-    if config.sync.active == name:
+    try:
+        switched = switch_active(app.paths, app.config, name)
+    except SwitchRefused as refused:
+        _print_cycle(refused.before)
+        raise
+    if switched.after is None:
         click.echo(f"{name} is already the active backend")
         return
-    before = run_sync(app.paths, config, SyncOptions())
-    if before.exit_code != 0:
-        _print_cycle(before)
-        raise MemsyncError(
-            f"the last cycle around {config.sync.active} did not finish cleanly; fix that first "
-            "(nothing was switched)"
-        )
-    path = app.paths.config_file
-    text = set_active(path.read_text(encoding="utf-8"), name)
-    new_config = parse_config(text, source=str(path), base_dir=path.parent)
-    write_private_text(path, text)
-    after = run_sync(app.paths, new_config, SyncOptions())
-    _print_cycle(after)
-    click.echo(f"switched: {name} is now the active backend (was {config.sync.active})")
-    raise SystemExit(after.exit_code)
+    _print_cycle(switched.after)
+    click.echo(f"switched: {name} is now the active backend (was {switched.previous})")
+    raise SystemExit(switched.after.exit_code)
 
 
 # --- conflicts -----------------------------------------------------------------------------
@@ -235,10 +223,11 @@ def repair(app: App) -> None:
     the origin markers memsync wrote into every provider, so nothing is duplicated. What only
     the old database knew (the journal, deletes not yet replayed) is gone.
     """
-    aside = set_aside(app.paths.database)
-    if aside is not None:
-        click.echo(f"moved the old database to {aside}")
-    report = run_sync(app.paths, app.config, SyncOptions(full=True))
+    report = rebuild_staging(
+        app.paths,
+        app.config,
+        on_set_aside=lambda aside: click.echo(f"moved the old database to {aside}"),
+    )
     _print_cycle(report)
     click.echo("rebuilt the staging database from the providers")
     raise SystemExit(report.exit_code)
