@@ -11,10 +11,8 @@ import click
 from memsync.cli.common import App, pass_app
 from memsync.errors import MemsyncError
 from memsync.output import print_json, progress_bar, stderr
-from memsync.pmm import Format, Header, write_pmm_file, write_pmm_stream
-from memsync.portability import Strategy, export_provider, import_file
-from memsync.records import utc_now_iso
-from memsync.sync.journal import records_at
+from memsync.pmm import Format
+from memsync.portability import Strategy, export_at, export_provider, import_file
 
 
 @click.command("export")
@@ -187,16 +185,7 @@ def restore(
     if not provider_name or not at:
         raise MemsyncError("restore needs FILE --into NAME, or --provider NAME --at TIME")
     with app.store() as store:
-        header = Header(
-            source_provider=provider_name,
-            scope={"provider": provider_name, "at": at},
-            exported_at=utc_now_iso(),
-        )
-        records = records_at(store, provider_name, at)
-        if output:
-            count = write_pmm_file(output, header, records)
-        else:
-            count = write_pmm_stream(sys.stdout, header, records)
+        count = export_at(store, provider_name, at, output or sys.stdout)
     stderr.print(f"{count} memories of {provider_name} as they stood at {at}", markup=False)
 
 

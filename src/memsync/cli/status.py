@@ -8,8 +8,10 @@ import click
 
 from memsync.cli.common import App, pass_app
 from memsync.output import print_json, print_table
-from memsync.sync.journal import log_entries, memory_history
-from memsync.sync.verify import verify_and_record
+from memsync.scope_views import log_in_scope
+from memsync.scopes import Scope
+from memsync.sync.journal import memory_history
+from memsync.sync.verify import verify_in_scope
 
 
 @click.command()
@@ -18,15 +20,9 @@ from memsync.sync.verify import verify_and_record
 @pass_app
 def status(app: App, as_json: bool, scope: str | None) -> None:
     """What memsync knows: config, staging database, each provider's mirror."""
-    from memsync.scope_views import fold_scopes, only_scope
-    from memsync.scopes import Scope
-    from memsync.status import collect_status, render_status
+    from memsync.status import render_status, status_report
 
-    report = collect_status(app.paths)
-    if scope is not None:
-        only_scope(report, Scope.parse(scope))
-    else:
-        fold_scopes(report)
+    report = status_report(app.paths, Scope.parse(scope) if scope is not None else None)
     if as_json:
         print_json(report)
     else:
@@ -49,19 +45,12 @@ def verify_command(app: App, a: str, b: str, as_json: bool, scope: str | None) -
     each other (held twice each, in step) is reported as duplicated. Exits 0 when they are
     reconciled, 1 with the list of differences otherwise.
     """
-    from memsync.scope_views import provider_in_scope
-    from memsync.scopes import Scope
-
     chosen = Scope.parse(scope) if scope is not None else None
-    first = provider_in_scope(app.config, a, chosen)
-    second = provider_in_scope(app.config, b, chosen)
-    report = verify_and_record(first, second, app.paths.database)
+    report = verify_in_scope(app.config, app.paths.database, a, b, chosen)
     if as_json:
         print_json(report.as_dict())
     else:
-        click.echo(
-            f"{first.name}: {report.count_a} memories, {second.name}: {report.count_b} memories"
-        )
+        click.echo(f"{report.a}: {report.count_a} memories, {report.b}: {report.count_b} memories")
         if report.reconciled:
             click.echo("reconciled: both hold the same memories")
         for diff in report.differences[:100]:
@@ -100,15 +89,9 @@ def log_command(
     as_json: bool,
 ) -> None:
     """The change journal: what memsync saw added, changed, removed and wrote."""
-    from memsync.scope_views import scope_provider_names
-    from memsync.scopes import Scope
-
+    chosen = Scope.parse(scope) if scope is not None else None
     with app.store() as store:
-        if scope is None:
-            entries = log_entries(store, provider=provider, since=since, limit=limit)
-        else:
-            names = scope_provider_names(store, Scope.parse(scope), provider)
-            entries = log_entries(store, providers=names, since=since, limit=limit)
+        entries = log_in_scope(store, chosen, provider=provider, since=since, limit=limit)
     if as_json:
         print_json(entries)
         return
