@@ -19,6 +19,7 @@ from memsync.errors import MemsyncError, StagingError
 from memsync.output import stderr
 from memsync.paths import Paths
 from memsync.providers import Provider, build_provider
+from memsync.scopes import Scope
 from memsync.staging import StagingStore
 
 
@@ -83,3 +84,17 @@ class MemsyncGroup(click.Group):
 
 
 pass_app = click.make_pass_decorator(App)
+
+
+class ScopeParam(click.ParamType):
+    """``--scope KEY=VALUE[,KEY=VALUE]`` parsed into a Scope; a malformed one is one line."""
+
+    name = "text"  # the metavar --help has always shown
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> Scope:
+        return value if isinstance(value, Scope) else Scope.parse(str(value))
+
+
+SCOPE = ScopeParam()

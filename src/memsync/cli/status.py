@@ -6,7 +6,7 @@ import json
 
 import click
 
-from memsync.cli.common import App, pass_app
+from memsync.cli.common import SCOPE, App, pass_app
 from memsync.output import print_json, print_table
 from memsync.scope_views import log_in_scope
 from memsync.scopes import Scope
@@ -16,13 +16,15 @@ from memsync.sync.verify import verify_in_scope
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--scope", "scope", help="Only one scope's providers, e.g. user_id=alice.")
+@click.option(
+    "--scope", "scope", type=SCOPE, help="Only one scope's providers, e.g. user_id=alice."
+)
 @pass_app
-def status(app: App, as_json: bool, scope: str | None) -> None:
+def status(app: App, as_json: bool, scope: Scope | None) -> None:
     """What memsync knows: config, staging database, each provider's mirror."""
     from memsync.status import render_status, status_report
 
-    report = status_report(app.paths, Scope.parse(scope) if scope is not None else None)
+    report = status_report(app.paths, scope)
     if as_json:
         print_json(report)
     else:
@@ -36,17 +38,21 @@ def status(app: App, as_json: bool, scope: str | None) -> None:
 @click.argument("a")
 @click.argument("b")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--scope", "scope", help="With wildcard scopes: the scope to verify (user_id=alice).")
+@click.option(
+    "--scope",
+    "scope",
+    type=SCOPE,
+    help="With wildcard scopes: the scope to verify (user_id=alice).",
+)
 @pass_app
-def verify_command(app: App, a: str, b: str, as_json: bool, scope: str | None) -> None:
+def verify_command(app: App, a: str, b: str, as_json: bool, scope: Scope | None) -> None:
     """Prove providers A and B hold the same memories (text and user metadata, in scope).
 
     Every copy counts. A text both held before memsync linked them and then received from
     each other (held twice each, in step) is reported as duplicated. Exits 0 when they are
     reconciled, 1 with the list of differences otherwise.
     """
-    chosen = Scope.parse(scope) if scope is not None else None
-    report = verify_in_scope(app.config, app.paths.database, a, b, chosen)
+    report = verify_in_scope(app.config, app.paths.database, a, b, scope)
     if as_json:
         print_json(report.as_dict())
     else:
@@ -77,7 +83,7 @@ def verify_command(app: App, a: str, b: str, as_json: bool, scope: str | None) -
 @click.option("--provider", help="Only this provider's changes.")
 @click.option("--since", help="Only changes at or after this time (ISO-8601).")
 @click.option("--limit", type=int, default=200, show_default=True)
-@click.option("--scope", "scope", help="Only one scope's changes, e.g. user_id=alice.")
+@click.option("--scope", "scope", type=SCOPE, help="Only one scope's changes, e.g. user_id=alice.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_app
 def log_command(
@@ -85,13 +91,12 @@ def log_command(
     provider: str | None,
     since: str | None,
     limit: int,
-    scope: str | None,
+    scope: Scope | None,
     as_json: bool,
 ) -> None:
     """The change journal: what memsync saw added, changed, removed and wrote."""
-    chosen = Scope.parse(scope) if scope is not None else None
     with app.store() as store:
-        entries = log_in_scope(store, chosen, provider=provider, since=since, limit=limit)
+        entries = log_in_scope(store, scope, provider=provider, since=since, limit=limit)
     if as_json:
         print_json(entries)
         return
