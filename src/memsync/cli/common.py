@@ -86,15 +86,6 @@ class MemsyncGroup(click.Group):
 pass_app = click.make_pass_decorator(App)
 
 
-class ScopeParam(click.ParamType):
-    """``--scope KEY=VALUE[,KEY=VALUE]`` parsed into a Scope; a malformed one is one line."""
-
-    name = "text"  # the metavar --help has always shown
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> Scope:
-        return value if isinstance(value, Scope) else Scope.parse(str(value))
-
-
-SCOPE = ScopeParam()
+def parse_scope(ctx: click.Context, param: click.Parameter, value: str | None) -> Scope | None:
+    """The ``--scope KEY=VALUE[,KEY=VALUE]`` callback: a Scope; a malformed one is one line."""
+    return Scope.parse(value) if value is not None else None

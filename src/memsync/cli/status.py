@@ -6,7 +6,7 @@ import json
 
 import click
 
-from memsync.cli.common import SCOPE, App, pass_app
+from memsync.cli.common import App, parse_scope, pass_app
 from memsync.output import print_json, print_table
 from memsync.scope_views import log_in_scope
 from memsync.scopes import Scope
@@ -17,7 +17,7 @@ from memsync.sync.verify import verify_in_scope
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option(
-    "--scope", "scope", type=SCOPE, help="Only one scope's providers, e.g. user_id=alice."
+    "--scope", "scope", callback=parse_scope, help="Only one scope's providers, e.g. user_id=alice."
 )
 @pass_app
 def status(app: App, as_json: bool, scope: Scope | None) -> None:
@@ -41,7 +41,7 @@ def status(app: App, as_json: bool, scope: Scope | None) -> None:
 @click.option(
     "--scope",
     "scope",
-    type=SCOPE,
+    callback=parse_scope,
     help="With wildcard scopes: the scope to verify (user_id=alice).",
 )
 @pass_app
@@ -83,7 +83,9 @@ def verify_command(app: App, a: str, b: str, as_json: bool, scope: Scope | None)
 @click.option("--provider", help="Only this provider's changes.")
 @click.option("--since", help="Only changes at or after this time (ISO-8601).")
 @click.option("--limit", type=int, default=200, show_default=True)
-@click.option("--scope", "scope", type=SCOPE, help="Only one scope's changes, e.g. user_id=alice.")
+@click.option(
+    "--scope", "scope", callback=parse_scope, help="Only one scope's changes, e.g. user_id=alice."
+)
 @click.option("--json", "as_json", is_flag=True)
 @pass_app
 def log_command(
