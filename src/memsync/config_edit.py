@@ -5,11 +5,15 @@ The config is the user's file: comments, order and spacing survive every edit me
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import Table
 
+from memsync.config import Config, parse_config
 from memsync.errors import ConfigError
+from memsync.files import write_private_text
 
 
 def set_active(config_text: str, name: str) -> str:
@@ -25,3 +29,12 @@ def set_active(config_text: str, name: str) -> str:
         raise ConfigError('could not find `active = "..."` in [sync]; edit it by hand')
     sync["active"] = name
     return tomlkit.dumps(document)
+
+
+def write_active(path: Path, name: str) -> Config:
+    """Set ``[sync] active`` to NAME in the config file at PATH; the new config, validated
+    before the file is replaced (a config memsync cannot load is never written)."""
+    text = set_active(path.read_text(encoding="utf-8"), name)
+    config = parse_config(text, source=str(path), base_dir=path.parent)
+    write_private_text(path, text)
+    return config

@@ -20,8 +20,10 @@ from typing import IO, Any, Literal
 from memsync.errors import ProviderError
 from memsync.pmm import Format, Header, Rejected, open_pmm, write_pmm_file, write_pmm_stream
 from memsync.providers.base import Provider, WriteOp
-from memsync.records import Outgoing, Record, Skipped
+from memsync.records import Outgoing, Record, Skipped, utc_now_iso
 from memsync.sameness import SameKey, same_key
+from memsync.staging import StagingStore
+from memsync.sync.journal import records_at
 
 Strategy = Literal["skip_duplicates", "overwrite"]
 BATCH = 500
@@ -245,3 +247,17 @@ def _flush(
             _count(report, result.op)
     if progress:
         progress(len(batch))
+
+
+def export_at(store: StagingStore, provider: str, at: str, output: Path | IO[str]) -> int:
+    """Write PROVIDER's memories as they stood at AT, rebuilt from the journal, as a PMM file
+    (written atomically) or stream; how many there were."""
+    header = Header(
+        source_provider=provider,
+        scope={"provider": provider, "at": at},
+        exported_at=utc_now_iso(),
+    )
+    records = records_at(store, provider, at)
+    if isinstance(output, Path):
+        return write_pmm_file(output, header, records)
+    return write_pmm_stream(output, header, records)

@@ -15,6 +15,7 @@ from memsync.errors import MemsyncError
 from memsync.providers import Provider, build_provider
 from memsync.scopes import Scope, scoped_config_keys, scoped_name, split_scoped_name
 from memsync.staging import StagingStore
+from memsync.sync.journal import log_entries
 
 _WORST_FIRST = ("refused", "error", "busy", "partial", "ok", "skipped")
 
@@ -157,3 +158,18 @@ def refuse_unscoped(config: Config, name: str, command: str) -> None:
             f"); `memsync {command}` works on one provider with one scope: give it a config "
             "naming that scope, or use the per-scope pmm-dir backup"
         )
+
+
+def log_in_scope(
+    store: StagingStore,
+    scope: Scope | None,
+    *,
+    provider: str | None = None,
+    since: str | None = None,
+    limit: int = 200,
+) -> list[dict[str, Any]]:
+    """The change journal (``log_entries``), with SCOPE only that scope's providers' changes."""
+    if scope is None:
+        return log_entries(store, provider=provider, since=since, limit=limit)
+    names = scope_provider_names(store, scope, provider)
+    return log_entries(store, providers=names, since=since, limit=limit)

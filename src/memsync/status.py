@@ -17,6 +17,7 @@ from memsync.errors import MemsyncError
 from memsync.output import print_table, stdout
 from memsync.paths import Paths
 from memsync.records import parse_instant
+from memsync.scopes import Scope
 from memsync.staging import StagingStore
 from memsync.sync.conflicts import list_conflicts
 
@@ -251,7 +252,7 @@ def _outbox_text(outbox: dict[str, int]) -> str:
 
 
 def switch_plan(active: str, target: str, direction: str = "both") -> list[str]:
-    """What `memsync switch TARGET` does, step by step (cli_sync.switch), for a person."""
+    """What `memsync switch TARGET` does, step by step (sync/switch.py), for a person."""
     steps = [
         f"run one sync cycle around {active} (the active backend now), so nothing pending is lost;"
         " stop if it does not finish cleanly",
@@ -435,3 +436,16 @@ def _counts(cycle: dict[str, Any]) -> str:
     if not cycle:
         return ""
     return f"{cycle.get('added', 0)}/{cycle.get('changed', 0)}/{cycle.get('removed', 0)}"
+
+
+def status_report(paths: Paths, scope: Scope | None = None) -> dict[str, Any]:
+    """``collect_status`` as `memsync status` shows it: a wildcard provider's scopes folded
+    into it, or with SCOPE, that one scope's providers alone."""
+    from memsync.scope_views import fold_scopes, only_scope
+
+    report = collect_status(paths)
+    if scope is not None:
+        only_scope(report, scope)
+    else:
+        fold_scopes(report)
+    return report

@@ -34,7 +34,7 @@ from memsync.daemon.backups import last_backup_time, take_backups
 from memsync.daemon.logging import Redactor, secrets_in
 from memsync.daemon.notify import Notifier
 from memsync.errors import ConfigError, LockHeld, MemsyncError
-from memsync.lock import is_locked
+from memsync.lock import daemon_lock, is_locked
 from memsync.paths import Paths
 from memsync.sync.report import CycleReport, SyncOptions
 from memsync.sync.runner import run_sync
@@ -379,3 +379,18 @@ class Daemon:
 
 def _seconds(value: float) -> str:
     return f"{value:g}s"
+
+
+def run_daemon(paths: Paths, *, redactor: Redactor | None = None) -> StopResult:
+    """Hold the daemon lock (one daemon an installation), load the config, run until stopped.
+
+    Raises LockHeld when another daemon runs, ConfigError when the config is invalid at start.
+    """
+    lock = daemon_lock(paths)
+    try:
+        lock.acquire()
+        config = load_config(paths.config_file)
+        paths.ensure()
+        return Daemon(paths, config, redactor=redactor).run()
+    finally:
+        lock.release()

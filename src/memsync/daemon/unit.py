@@ -23,6 +23,7 @@ from pathlib import Path
 
 from memsync.errors import MemsyncError
 from memsync.files import write_private_text
+from memsync.paths import Paths
 
 UNIT_NAME = "memsync.service"
 PACKAGED_EXEC = ("/usr/bin/memsync",)  # systemd/memsync.service, for packagers
@@ -120,6 +121,18 @@ def render_unit(
         exec_start=" ".join(quote_arg(w) for w in words),
         environment=environment,
         environment_file=env_file_text,
+    )
+
+
+def unit_for_this_installation(paths: Paths, *, config_file: Path | None = None) -> str:
+    """The unit that runs this memsync with the --config (CONFIG_FILE) and MEMSYNC_HOME given
+    now, reading its secrets from the environment file beside the config."""
+    home = os.environ.get("MEMSYNC_HOME")
+    return render_unit(
+        this_installation(),
+        config_file=config_file,
+        memsync_home=Path(home).expanduser().resolve() if home else None,
+        environment_file=paths.config_file.parent.resolve() / "environment",
     )
 
 

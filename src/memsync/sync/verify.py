@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memsync.config import Config
 from memsync.errors import MemsyncError
 from memsync.providers.base import Provider
 from memsync.records import canonical_json, normalise_text, utc_now_iso
+from memsync.scopes import Scope
 from memsync.staging.store import StagingStore
 
 log = logging.getLogger(__name__)
@@ -257,3 +259,15 @@ def _record_quietly(
             record_verify(store, a, b, report, error)
     except (MemsyncError, sqlite3.Error) as exc:
         log.warning("could not record the verify result in %s: %s", database, exc)
+
+
+def verify_in_scope(
+    config: Config, database: Path, a: str, b: str, scope: Scope | None = None
+) -> VerifyReport:
+    """``verify_and_record`` of providers A and B, each bound to SCOPE when the config has
+    wildcard scopes (the report names them as staging does, ``mem0[user_id=alice]``)."""
+    from memsync.scope_views import provider_in_scope
+
+    first = provider_in_scope(config, a, scope)
+    second = provider_in_scope(config, b, scope)
+    return verify_and_record(first, second, database)

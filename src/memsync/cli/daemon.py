@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from memsync.cli import App, main, pass_app
+from memsync.cli.common import App, pass_app
 from memsync.errors import MemsyncError
 from memsync.output import print_json, print_table
 
@@ -22,7 +22,7 @@ def _config_override() -> Path | None:
     return Path(value).expanduser().resolve() if value else None
 
 
-@main.command()
+@click.command()
 @pass_app
 def daemon(app: App) -> None:
     """Run in the foreground: sync every [sync] interval, back up every [backup] interval.
@@ -34,24 +34,16 @@ def daemon(app: App) -> None:
 
     Exits 2 when the config is invalid at start, 7 when another daemon is running.
     """
-    from memsync.config import load_config
     from memsync.daemon.logging import setup_daemon_logging
-    from memsync.daemon.service import Daemon
-    from memsync.lock import daemon_lock
+    from memsync.daemon.service import run_daemon
 
     level = min(logging.INFO, logging.getLogger().getEffectiveLevel())
     redactor = setup_daemon_logging(level)
-    lock = daemon_lock(app.paths)
     try:
-        lock.acquire()
-        config = load_config(app.paths.config_file)
-        app.paths.ensure()
-        result = Daemon(app.paths, config, redactor=redactor).run()
+        result = run_daemon(app.paths, redactor=redactor)
     except MemsyncError as exc:
         log.error("%s", exc)
         raise SystemExit(exc.exit_code) from None
-    finally:
-        lock.release()
     if result.jobs_left_running:
         # A job thread ignored the stop: exit now rather than wait on it at interpreter exit.
         logging.shutdown()
@@ -60,7 +52,7 @@ def daemon(app: App) -> None:
     raise SystemExit(result.exit_code)
 
 
-@main.command()
+@click.command()
 @click.option("--provider", "only", multiple=True, help="Back up only this provider (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 @pass_app
@@ -98,7 +90,7 @@ def backup(app: App, only: tuple[str, ...], as_json: bool) -> None:
         raise SystemExit(1)
 
 
-@main.group()
+@click.group()
 def service() -> None:
     """Install, remove or inspect the systemd user service that runs `memsync daemon`."""
 
@@ -118,15 +110,9 @@ def service_install(app: App, enable: bool, print_only: bool) -> None:
     Example:
       memsync service install --enable
     """
-    from memsync.daemon.unit import install, render_unit, this_installation
+    from memsync.daemon.unit import install, unit_for_this_installation
 
-    home = os.environ.get("MEMSYNC_HOME")
-    text = render_unit(
-        this_installation(),
-        config_file=_config_override(),
-        memsync_home=Path(home).expanduser().resolve() if home else None,
-        environment_file=app.paths.config_file.parent.resolve() / "environment",
-    )
+    text = unit_for_this_installation(app.paths, config_file=_config_override())
     if print_only:
         click.echo(text, nl=False)
         return

@@ -1,0 +1,44 @@
+"""First steps: `init` writes a starter config, `check` validates it and reaches each provider."""
+
+from __future__ import annotations
+
+import click
+
+from memsync.checks import check_providers
+from memsync.cli.common import App, pass_app
+from memsync.errors import MemsyncError
+from memsync.files import write_private_text
+from memsync.starter import STARTER_CONFIG
+
+_ANSWERS = {"ok": "", "unavailable": "not available: ", "failed": "FAILED: "}
+
+
+@click.command()
+@click.option("--force", is_flag=True, help="Overwrite an existing config file.")
+@pass_app
+def init(app: App, force: bool) -> None:
+    """Write a commented starter config (refuses to overwrite one without --force)."""
+    path = app.paths.config_file
+    if path.exists() and not force:
+        raise MemsyncError(f"{path} already exists; edit it, or pass --force to replace it")
+    write_private_text(path, STARTER_CONFIG)
+    click.echo(f"wrote {path}\nedit it, then run `memsync check`")
+
+
+@click.command()
+@pass_app
+def check(app: App) -> None:
+    """Validate the config and reach each provider.
+
+    Exits 0 when every provider answered, 1 when one did not (each is listed with why).
+    """
+    config = app.config
+    click.echo(f"config: {app.paths.config_file}: ok ({len(config.providers)} providers)")
+    failures = 0
+    for checked in check_providers(config):
+        marker = " (active)" if checked.active else ""
+        failures += checked.answer != "ok"
+        said = _ANSWERS[checked.answer] + checked.detail
+        click.echo(f"{checked.name} [{checked.type}]{marker}: {said}")
+    if failures:
+        raise SystemExit(1)

@@ -1,0 +1,163 @@
+"""What memsync knows: status, verify, the change journal (log) and one memory's history."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from memsync.cli.common import App, parse_scope, pass_app
+from memsync.output import print_json, print_table
+from memsync.scope_views import log_in_scope
+from memsync.scopes import Scope
+from memsync.sync.journal import memory_history
+from memsync.sync.verify import verify_in_scope
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option(
+    "--scope", "scope", callback=parse_scope, help="Only one scope's providers, e.g. user_id=alice."
+)
+@pass_app
+def status(app: App, as_json: bool, scope: Scope | None) -> None:
+    """What memsync knows: config, staging database, each provider's mirror."""
+    from memsync.status import render_status, status_report
+
+    report = status_report(app.paths, scope)
+    if as_json:
+        print_json(report)
+    else:
+        render_status(report)
+
+
+# --- verify --------------------------------------------------------------------------------
+
+
+@click.command("verify")
+@click.argument("a")
+@click.argument("b")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option(
+    "--scope",
+    "scope",
+    callback=parse_scope,
+    help="With wildcard scopes: the scope to verify (user_id=alice).",
+)
+@pass_app
+def verify_command(app: App, a: str, b: str, as_json: bool, scope: Scope | None) -> None:
+    """Prove providers A and B hold the same memories (text and user metadata, in scope).
+
+    Every copy counts. A text both held before memsync linked them and then received from
+    each other (held twice each, in step) is reported as duplicated. Exits 0 when they are
+    reconciled, 1 with the list of differences otherwise.
+    """
+    report = verify_in_scope(app.config, app.paths.database, a, b, scope)
+    if as_json:
+        print_json(report.as_dict())
+    else:
+        click.echo(f"{report.a}: {report.count_a} memories, {report.b}: {report.count_b} memories")
+        if report.reconciled:
+            click.echo("reconciled: both hold the same memories")
+        for diff in report.differences[:100]:
+            times = f" (x{diff.count})" if diff.count > 1 else ""
+            meta = f" {json.dumps(diff.metadata, ensure_ascii=False)}" if diff.metadata else ""
+            click.echo(f"only in {diff.only_in}{times}: {diff.content!r}{meta}")
+        if len(report.differences) > 100:
+            click.echo(f"... and {len(report.differences) - 100} more (use --json)")
+        for dup in report.duplicated[:100]:
+            counts = ", ".join(f"{n} x{c}" for n, c in dup.copies.items())
+            click.echo(
+                f"duplicated ({counts}): {dup.content!r}: each side held it as its own and "
+                "got the other's copy too"
+            )
+        if len(report.duplicated) > 100:
+            click.echo(f"... and {len(report.duplicated) - 100} more duplicated (use --json)")
+    raise SystemExit(0 if report.reconciled else 1)
+
+
+# --- journal -------------------------------------------------------------------------------
+
+
+@click.command("log")
+@click.option("--provider", help="Only this provider's changes.")
+@click.option("--since", help="Only changes at or after this time (ISO-8601).")
+@click.option("--limit", type=int, default=200, show_default=True)
+@click.option(
+    "--scope", "scope", callback=parse_scope, help="Only one scope's changes, e.g. user_id=alice."
+)
+@click.option("--json", "as_json", is_flag=True)
+@pass_app
+def log_command(
+    app: App,
+    provider: str | None,
+    since: str | None,
+    limit: int,
+    scope: Scope | None,
+    as_json: bool,
+) -> None:
+    """The change journal: what memsync saw added, changed, removed and wrote."""
+    with app.store() as store:
+        entries = log_in_scope(store, scope, provider=provider, since=since, limit=limit)
+    if as_json:
+        print_json(entries)
+        return
+    print_table(
+        "",
+        ("seq", "at", "provider", "kind", "memory", "content"),
+        [
+            (
+                e["seq"] or "",
+                e["at"],
+                e["provider"],
+                _kind(e),
+                e["link_id"],
+                _preview(e["content"]),
+            )
+            for e in entries
+        ],
+    )
+
+
+def _kind(entry: dict[str, object]) -> str:
+    """The journal kind; an adoption says what it was paired with."""
+    if entry["kind"] != "adopted":
+        return str(entry["kind"])
+    if entry.get("from_provider"):
+        return f"adopted (same text as {entry['from_provider']} {entry['from_provider_id']})"
+    return "adopted"
+
+
+@click.command()
+@click.argument("memory")
+@click.option("--json", "as_json", is_flag=True)
+@pass_app
+def history(app: App, memory: str, as_json: bool) -> None:
+    """Every version of one memory seen in any provider (MEMORY: a memory or provider id)."""
+    with app.store() as store:
+        entries = memory_history(store, memory)
+    if as_json:
+        print_json(entries)
+        return
+    print_table(
+        entries[0]["link_id"],
+        ("seq", "at", "provider", "kind", "provider id", "content"),
+        [
+            (
+                e["seq"] or "",
+                e["at"],
+                e["provider"],
+                _kind(e),
+                e["provider_id"],
+                _preview(e["content"]),
+            )
+            for e in entries
+        ],
+    )
+
+
+def _preview(text: str | None, width: int = 60) -> str:
+    if text is None:
+        return ""
+    text = text.replace("\n", " ")
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,51 @@
+"""`memsync ui`: serve the status page, or print the daemon's link to it."""
+
+from __future__ import annotations
+
+import click
+
+from memsync.cli.common import App, pass_app
+from memsync.errors import MemsyncError
+
+
+@click.command()
+@click.option(
+    "--listen",
+    metavar="HOST:PORT",
+    help="Where to serve the page (default: [ui] listen, else 127.0.0.1:8767).",
+)
+@click.option("--url", "url_only", is_flag=True, help="Print the link only (the daemon serves).")
+@pass_app
+def ui(app: App, listen: str | None, url_only: bool) -> None:
+    """Serve the status page (overview, history, conflicts, cutover) until Ctrl-C.
+
+    Loopback only unless [ui] allow_remote = true; opening it needs the token in the URL
+    printed here (kept in the state directory, 0600). When the daemon serves the page
+    ([ui] listen), `memsync ui --url` prints its link.
+    """
+    from memsync.ui.address import DEFAULT_LISTEN, parse_listen, url_for
+    from memsync.ui.auth import load_or_create_token
+    from memsync.ui.server import UiServer
+
+    try:
+        settings = app.config.ui
+    except MemsyncError:
+        settings = None  # the page itself says what is wrong with the config
+    address = listen or (settings.listen if settings else None) or DEFAULT_LISTEN
+    try:
+        host, port = parse_listen(address)
+    except ValueError as exc:
+        raise MemsyncError(f"--listen: {exc}") from None
+    if url_only:
+        click.echo(f"{url_for(host, port)}/?token={load_or_create_token(app.paths)}")
+        return
+    server = UiServer(app.paths, host, port, allow_remote=bool(settings and settings.allow_remote))
+    click.echo(
+        f"memsync status page on {server.base_url}\n"
+        f"open it (the link carries the access token):\n    {server.url_with_token}\n"
+        "Ctrl-C stops it"
+    )
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
