@@ -9,7 +9,6 @@ The file is private (0600). A database that cannot be read is an error with a wa
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,80 +19,26 @@ import sqlite_utils
 
 from memsync.errors import StagingError
 from memsync.paths import make_private_dir
-from memsync.records import FP_VERSION, Record, utc_now_iso
+from memsync.records import Record, utc_now_iso
+from memsync.staging.adoption import AdoptionSearch
+from memsync.staging.conflicts import Conflicts
+from memsync.staging.journal import Journal
+from memsync.staging.providers import ProviderRegistry
+from memsync.staging.records import Records
+from memsync.staging.rows import RECORD_COLUMNS, dumps, record_row, row_record
+from memsync.staging.runs import Runs
 from memsync.staging.schema import LATEST, MIGRATIONS
+from memsync.staging.status_counts import StatusCounts
+from memsync.staging.verify_results import VerifyResults
 
-BUSY_TIMEOUT_MS = 10_000
+__all__ = ["RECORD_COLUMNS", "StagingStore", "checkpoint", "dumps", "record_row", "row_record"]
+
+BUSY_TIMEOUT_S = 10.0  # a writer waits this long for another's transaction, then fails
 
 _CORRUPT_HINT = (
     "run `memsync repair` to rebuild it from the providers (the providers hold the memories; "
     "the staging database is only a cache of them)"
 )
-
-_UPSERT_RECORD = """
-INSERT INTO records (provider, provider_id, link_id, content, metadata, scope_key, created_at,
-    updated_at, version, provenance, origin, content_hash, fingerprint, fp_version, seen_run,
-    expiration_date)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (provider, provider_id) DO UPDATE SET
-    link_id = excluded.link_id, content = excluded.content, metadata = excluded.metadata,
-    scope_key = excluded.scope_key, created_at = excluded.created_at,
-    updated_at = excluded.updated_at, version = excluded.version,
-    provenance = excluded.provenance, origin = excluded.origin,
-    content_hash = excluded.content_hash, fingerprint = excluded.fingerprint,
-    fp_version = excluded.fp_version, seen_run = excluded.seen_run,
-    expiration_date = excluded.expiration_date
-"""
-
-RECORD_COLUMNS = (
-    "provider, provider_id, link_id, content, metadata, scope_key, created_at, updated_at, "
-    "version, provenance, origin, content_hash, fingerprint, fp_version, seen_run, expiration_date"
-)
-
-
-def dumps(value: Any) -> str:
-    if not value and isinstance(value, dict):
-        return "{}"
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-
-
-def record_row(provider: str, link_id: str, record: Record, run_id: int) -> tuple[Any, ...]:
-    """A Record as a row of the records table, in RECORD_COLUMNS order."""
-    return (
-        provider,
-        record.id,
-        link_id,
-        record.content,
-        record.metadata_json,
-        record.scope_key,
-        record.created_at,
-        record.updated_at,
-        record.version,
-        dumps(record.provenance),
-        record.origin,
-        record.content_hash,
-        record.fingerprint,
-        FP_VERSION,
-        run_id,
-        record.expiration_date,
-    )
-
-
-def row_record(row: sqlite3.Row | dict[str, Any]) -> Record:
-    """A records-table (or journal) row as a Record."""
-    return Record(
-        id=row["provider_id"],
-        content=row["content"] or "",
-        metadata=json.loads(row["metadata"] or "{}"),
-        scope_key=row["scope_key"] or "",
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        version=row["version"],
-        provenance=json.loads(row["provenance"] or "{}"),
-        origin=row["origin"] if "origin" in row.keys() else None,  # noqa: SIM118 - sqlite3.Row
-        expiration_date=row["expiration_date"] if "expiration_date" in row.keys() else None,  # noqa: SIM118
-    )
-
 
 class StagingStore:
     """One staging database. Open with ``StagingStore.open(path)``; close when done."""
@@ -102,6 +47,15 @@ class StagingStore:
         self.conn = conn
         self.path = path
         self.db = sqlite_utils.Database(conn)
+        # The repositories: one per table family, all on this connection.
+        self.records = Records(conn)
+        self.journal = Journal(conn)
+        self.providers = ProviderRegistry(conn)
+        self.conflicts = Conflicts(conn)
+        self.runs = Runs(conn)
+        self.status_counts = StatusCounts(conn)
+        self.verify_results = VerifyResults(conn)
+        self.adoption = AdoptionSearch(conn)
 
     # opening ------------------------------------------------------------------------------
 
@@ -114,9 +68,10 @@ class StagingStore:
             make_private_dir(path.parent)
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
         try:
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(
+                path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
             conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             # 32 MiB of page cache: a million-record mirror stays cache-friendly (a ceiling,
@@ -205,29 +160,31 @@ class StagingStore:
         else:
             self.conn.execute("COMMIT")
 
-    # records ------------------------------------------------------------------------------
+    # records (kept here: the engine, the benchmarks and the tests stage through them) -----
 
     def upsert_records(self, rows: Iterable[Sequence[Any]]) -> None:
         """Insert or replace mirror rows (made by ``record_row``) in one statement batch."""
-        self.conn.executemany(_UPSERT_RECORD, rows)
+        self.records.upsert(rows)
 
     def count_records(self, provider: str | None = None) -> int:
-        if provider is None:
-            return int(self.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0])
-        return int(
-            self.conn.execute(
-                "SELECT COUNT(*) FROM records WHERE provider = ?", (provider,)
-            ).fetchone()[0]
-        )
+        return self.records.count(provider)
 
     def iter_records(self, provider: str) -> Iterator[Record]:
         """The mirrored records of a provider, in id order, streamed."""
-        cursor = self.conn.execute(
-            f"SELECT {RECORD_COLUMNS} FROM records WHERE provider = ? ORDER BY provider_id",
-            (provider,),
-        )
-        for row in cursor:
-            yield row_record(row)
+        return self.records.of_provider(provider)
+
+
+def checkpoint(database: Path, timeout: float) -> None:
+    """Fold the WAL into the database file without waiting for any reader (PASSIVE).
+
+    Its own short connection, waiting at most TIMEOUT seconds for the lock; raises
+    sqlite3.Error when the database cannot be reached.
+    """
+    conn = sqlite3.connect(database, timeout=timeout)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    finally:
+        conn.close()
 
 
 def _statements(script: str) -> Iterator[str]:

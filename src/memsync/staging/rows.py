@@ -1,0 +1,58 @@
+"""How a Record becomes a row of the staging tables and back (records, journal): one place."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from memsync.records import FP_VERSION, Record
+
+RECORD_COLUMNS = (
+    "provider, provider_id, link_id, content, metadata, scope_key, created_at, updated_at, "
+    "version, provenance, origin, content_hash, fingerprint, fp_version, seen_run, expiration_date"
+)
+
+
+def dumps(value: Any) -> str:
+    if not value and isinstance(value, dict):
+        return "{}"
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def record_row(provider: str, link_id: str, record: Record, run_id: int) -> tuple[Any, ...]:
+    """A Record as a row of the records table, in RECORD_COLUMNS order."""
+    return (
+        provider,
+        record.id,
+        link_id,
+        record.content,
+        record.metadata_json,
+        record.scope_key,
+        record.created_at,
+        record.updated_at,
+        record.version,
+        dumps(record.provenance),
+        record.origin,
+        record.content_hash,
+        record.fingerprint,
+        FP_VERSION,
+        run_id,
+        record.expiration_date,
+    )
+
+
+def row_record(row: sqlite3.Row | dict[str, Any]) -> Record:
+    """A records-table (or journal) row as a Record."""
+    return Record(
+        id=row["provider_id"],
+        content=row["content"] or "",
+        metadata=json.loads(row["metadata"] or "{}"),
+        scope_key=row["scope_key"] or "",
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        version=row["version"],
+        provenance=json.loads(row["provenance"] or "{}"),
+        origin=row["origin"] if "origin" in row.keys() else None,  # noqa: SIM118 - sqlite3.Row
+        expiration_date=row["expiration_date"] if "expiration_date" in row.keys() else None,  # noqa: SIM118
+    )
