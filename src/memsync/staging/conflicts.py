@@ -30,9 +30,7 @@ class ConflictRow:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row | tuple[Any, ...]) -> ConflictRow:
-        return cls(
-            row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6]), *row[7:10]
-        )
+        return cls(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6]), *row[7:10])
 
     def as_dict(self) -> dict[str, Any]:
         """The conflict as `memsync conflicts --json` prints it (columns in table order)."""

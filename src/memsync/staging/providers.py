@@ -51,7 +51,9 @@ class ProviderRegistry:
 
     def last_cycles(self) -> list[LastCycle]:
         """Every registered provider with its last cycle summary."""
-        return [LastCycle(*row) for row in self.conn.execute("SELECT name, last_cycle FROM providers")]
+        return [
+            LastCycle(*row) for row in self.conn.execute("SELECT name, last_cycle FROM providers")
+        ]
 
     def scoped_names(self) -> list[str]:
         """Registered names of providers synced per scope (``name[scope]``)."""
@@ -66,7 +68,9 @@ class ProviderRegistry:
         ).fetchone()
         return Cursor(None, None) if row is None else Cursor(row[0], row[1])
 
-    def save_cursor(self, name: str, cursor: str | None, full_scan_at: str | None, now: str) -> None:
+    def save_cursor(
+        self, name: str, cursor: str | None, full_scan_at: str | None, now: str
+    ) -> None:
         """Keep where a complete listing ended; FULL_SCAN_AT None keeps the previous one."""
         self.conn.execute(
             "INSERT INTO cursors (provider, cursor, full_scan_at, updated_at) VALUES (?, ?, ?, ?) "

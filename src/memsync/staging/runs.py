@@ -25,8 +25,7 @@ class Runs:
     def latest(self) -> RunRow | None:
         """The newest run, finished or not."""
         row = self.conn.execute(
-            "SELECT id, started_at, finished_at, status, summary FROM runs "
-            "ORDER BY id DESC LIMIT 1"
+            "SELECT id, started_at, finished_at, status, summary FROM runs ORDER BY id DESC LIMIT 1"
         ).fetchone()
         return None if row is None else RunRow(*row)
 

@@ -40,6 +40,7 @@ _CORRUPT_HINT = (
     "the staging database is only a cache of them)"
 )
 
+
 class StagingStore:
     """One staging database. Open with ``StagingStore.open(path)``; close when done."""
 
