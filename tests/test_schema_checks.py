@@ -18,7 +18,8 @@ from memsync.sync.verify import VerifyReport, record_verify
 from tests.engine_helpers import World
 
 FIXTURES = Path(__file__).parent / "fixtures"
-CHECKED = MIGRATIONS[4].version  # the migration that adds the CHECK constraints
+# The migration that adds the CHECK constraints (found by what it says, not by its number).
+CHECKED = next(m.version for m in MIGRATIONS if m.description.startswith("CHECK constraints"))
 
 
 def snapshot(path: Path) -> dict[str, Any]:
@@ -74,10 +75,12 @@ def test_an_upgraded_v1_database_keeps_every_row(tmp_path: Path) -> None:
     assert before["indexes"] <= after["indexes"]
 
 
-def written_by_schema_4(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
-    """A staging database at schema 4 that today's engine wrote: creates, updates and a delete
+def written_before_the_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
+    """A staging database one schema before the checks that today's engine wrote: creates, updates and a delete
     replayed, a conflict chosen by hand and one left open, verify results both ways."""
-    monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[: CHECKED - 1])
+    monkeypatch.setattr(
+        store_module, "MIGRATIONS", tuple(m for m in MIGRATIONS if m.version < CHECKED)
+    )
     monkeypatch.setattr(store_module, "LATEST", CHECKED - 1)
     world = World(tmp_path, {"mem0": "both", "mnem": "both"}, "mnem", conflict="error")
     mem0 = world.providers["mem0"]
@@ -110,7 +113,7 @@ def written_by_schema_4(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Worl
 def test_a_database_written_by_todays_code_keeps_every_row_and_id(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    world = written_by_schema_4(tmp_path, monkeypatch)
+    world = written_before_the_checks(tmp_path, monkeypatch)
     before = snapshot(world.db_path)
     outbox = before["rows"]["outbox"]
     assert {row["kind"] for row in outbox} == {"create", "update", "delete"}
@@ -142,7 +145,7 @@ def test_a_database_written_by_todays_code_keeps_every_row_and_id(
 def test_a_failed_upgrade_leaves_the_database_as_it_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    world = written_by_schema_4(tmp_path, monkeypatch)
+    world = written_before_the_checks(tmp_path, monkeypatch)
     with sqlite3.connect(world.db_path) as conn:  # a value no memsync writes
         conn.execute("UPDATE runs SET status = 'exploded' WHERE id = 1")
     before = snapshot(world.db_path)
@@ -150,7 +153,9 @@ def test_a_failed_upgrade_leaves_the_database_as_it_was(
         StagingStore.open(world.db_path)
     assert snapshot(world.db_path) == before
     with sqlite3.connect(world.db_path) as conn:
-        assert conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == 4
+        assert conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == (
+            CHECKED - 1
+        )
 
 
 # Each closed set: table, column, every value memsync writes, one it never does, and the other
