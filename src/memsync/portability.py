@@ -11,7 +11,6 @@ temporary SQLite file, so neither side of an import has to fit in memory.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +20,9 @@ from memsync.errors import ProviderError
 from memsync.pmm import Format, Header, Rejected, open_pmm, write_pmm_file, write_pmm_stream
 from memsync.providers.base import Provider, WriteOp
 from memsync.records import Outgoing, Record, Skipped, utc_now_iso
-from memsync.sameness import SameKey, same_key
+from memsync.sameness import same_key
 from memsync.staging import StagingStore
+from memsync.staging.import_index import ImportIndex
 from memsync.sync.journal import records_at
 
 Strategy = Literal["skip_duplicates", "overwrite"]
@@ -106,56 +106,21 @@ class ImportReport:
         }
 
 
-class _Existing:
-    """The target's ids, origins and content hashes per scope, in a temporary SQLite file."""
-
-    def __init__(self) -> None:
-        self.db = sqlite3.connect("")  # "" = a private temporary file, removed on close
-        self.db.execute("CREATE TABLE ids (scope TEXT, key TEXT, provider_id TEXT)")
-        # Copies of each text the target holds that no file record has claimed yet.
-        self.db.execute("CREATE TABLE hashes (scope TEXT, hash TEXT, copies INTEGER)")
-
-    def load(self, provider: Provider) -> None:
+def _index_target(provider: Provider) -> ImportIndex:
+    """The target's ids, origins and content hashes per scope, in a scratch SQLite file."""
+    index = ImportIndex()
+    try:
         for page in provider.listing().pages():
-            rows = []
+            ids = []
             for record in page.records:
-                rows.append((record.scope_key, record.id, record.id))
-                rows.append((record.scope_key, provider.origin_of(record), record.id))
-            self.db.executemany("INSERT INTO ids VALUES (?, ?, ?)", rows)
-            self.db.executemany(
-                "INSERT INTO hashes VALUES (?, ?, 1)",
-                [same_key(r.scope_key, r) for r in page.records],
-            )
-        self.db.execute("CREATE INDEX ids_key ON ids (scope, key)")
-        self.db.execute(
-            "CREATE TABLE copies AS SELECT scope, hash, SUM(copies) AS copies FROM hashes "
-            "GROUP BY scope, hash"
-        )
-        self.db.execute("DROP TABLE hashes")
-        self.db.execute("CREATE UNIQUE INDEX copies_key ON copies (scope, hash)")
-
-    def provider_id(self, scope: str, *keys: str) -> str | None:
-        for key in keys:
-            row = self.db.execute(
-                "SELECT provider_id FROM ids WHERE scope = ? AND key = ?", (scope, key)
-            ).fetchone()
-            if row:
-                return str(row[0])
-        return None
-
-    def claim_copy(self, key: SameKey) -> bool:
-        """Take one unclaimed copy of the text: True when the target held one."""
-        cursor = self.db.execute(
-            "UPDATE copies SET copies = copies - 1 WHERE scope = ? AND hash = ? AND copies > 0",
-            key,
-        )
-        return cursor.rowcount > 0
-
-    def remember(self, scope: str, keys: list[str]) -> None:
-        self.db.executemany("INSERT INTO ids VALUES (?, ?, '')", [(scope, k) for k in keys])
-
-    def close(self) -> None:
-        self.db.close()
+                ids.append((record.scope_key, record.id, record.id))
+                ids.append((record.scope_key, provider.origin_of(record), record.id))
+            index.add_page(ids, [same_key(r.scope_key, r) for r in page.records])
+        index.finish_loading()
+    except BaseException:
+        index.close()
+        raise
+    return index
 
 
 def import_file(
@@ -171,9 +136,8 @@ def import_file(
     report = ImportReport(provider.name, dry_run=dry_run)
     with open_pmm(path, max_content_bytes) as reader:  # the header is checked here, first
         family = reader.header.source_provider
-        existing = _Existing()
+        existing = _index_target(provider)
         try:
-            existing.load(provider)
             batch: list[WriteOp] = []
             for item in reader:
                 if isinstance(item, Rejected):
@@ -201,7 +165,7 @@ def _plan_one(
     provider: Provider,
     family: str,
     strategy: Strategy,
-    existing: _Existing,
+    existing: ImportIndex,
     report: ImportReport,
 ) -> WriteOp | None:
     label = record.id or f"sha256:{record.content_hash[:16]}"

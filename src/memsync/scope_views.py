@@ -98,10 +98,10 @@ def scope_provider_names(
     if provider is not None:
         return [scoped_name(provider, scope)]
     names = []
-    for row in store.conn.execute("SELECT name FROM providers WHERE name LIKE '%[%]'"):
-        split = split_scoped_name(row[0])
+    for name in store.providers.scoped_names():
+        split = split_scoped_name(name)
         if split is not None and split[1] == scope:
-            names.append(row[0])
+            names.append(name)
     if not names:
         raise MemsyncError(f"no scope {scope.label} in staging yet; run `memsync sync` first")
     return names

@@ -87,62 +87,40 @@ def _provider_entry(report: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
-    conn = store.conn
-    for row in conn.execute(
-        "SELECT provider, scope_key, COUNT(*) AS n FROM records GROUP BY provider, scope_key"
-    ):
-        entry = _provider_entry(report, row["provider"])
-        entry["records"] += row["n"]
-        entry["scopes"][row["scope_key"]] = row["n"]
-    durations = _run_durations(conn)
-    for row in conn.execute("SELECT name, last_cycle FROM providers"):
-        entry = _provider_entry(report, row["name"])
-        cycle = json.loads(row["last_cycle"]) if row["last_cycle"] else None
+    counts = store.status_counts
+    for count in counts.records_by_scope():
+        entry = _provider_entry(report, count.provider)
+        entry["records"] += count.records
+        entry["scopes"][count.scope_key] = count.records
+    durations = _run_durations(store)
+    for name, last_cycle in store.providers.last_cycles():
+        entry = _provider_entry(report, name)
+        cycle = json.loads(last_cycle) if last_cycle else None
         if cycle is not None:
             cycle["duration_s"] = durations.get(cycle.get("run_id"))
         entry["last_cycle"] = cycle
         entry["state"] = cycle_state(cycle)
-    for row in conn.execute(
-        "SELECT provider, state, COUNT(*) AS n FROM outbox "
-        "WHERE state IN ('pending', 'failed', 'dead') GROUP BY provider, state"
-    ):
-        _provider_entry(report, row["provider"])["outbox"][row["state"]] = row["n"]
-    for row in conn.execute(
-        "SELECT state, COUNT(*) AS n FROM outbox WHERE state IN ('pending', 'failed', 'dead') "
-        "GROUP BY state"
-    ):
-        report["outbox"][row["state"]] = row["n"]
-    report["outbox"]["dead_actions"] = [
-        dict(r)
-        for r in conn.execute(
-            "SELECT id, provider, kind, link_id, attempts, last_error FROM outbox "
-            "WHERE state = 'dead' ORDER BY id LIMIT 20"
-        )
-    ]
-    report["conflicts"]["open"] = conn.execute(
-        "SELECT COUNT(*) FROM conflicts WHERE state = 'open'"
-    ).fetchone()[0]
-    run = conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+    for outbox in counts.outbox_needing_work():
+        _provider_entry(report, outbox.provider)["outbox"][outbox.state] = outbox.actions
+        report["outbox"][outbox.state] += outbox.actions
+    report["outbox"]["dead_actions"] = [action._asdict() for action in counts.dead_actions(20)]
+    report["conflicts"]["open"] = store.conflicts.count_open()
+    run = store.runs.latest()
     if run:
         report["last_run"] = {
-            "id": run["id"],
-            "started_at": run["started_at"],
-            "finished_at": run["finished_at"],
-            "status": run["status"],
-            "duration_s": _duration(run["started_at"], run["finished_at"]),
+            "id": run.id,
+            "started_at": run.started_at,
+            "finished_at": run.finished_at,
+            "status": run.status,
+            "duration_s": _duration(run.started_at, run.finished_at),
         }
 
 
 def cycle_history(store: StagingStore, limit: int = 60) -> list[dict[str, Any]]:
     """The newest finished runs, oldest first: duration and each provider's +/~/- counts."""
-    rows = store.conn.execute(
-        "SELECT id, started_at, finished_at, status, summary FROM runs "
-        "WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT ?",
-        (limit,),
-    ).fetchall()
     history = []
-    for row in reversed(rows):
-        summary = json.loads(row["summary"]) if row["summary"] else {}
+    for run in reversed(store.runs.newest_finished(limit)):
+        summary = json.loads(run.summary) if run.summary else {}
         providers = {
             name: {
                 "state": outcome.get("state"),
@@ -156,11 +134,11 @@ def cycle_history(store: StagingStore, limit: int = 60) -> list[dict[str, Any]]:
         }
         history.append(
             {
-                "id": row["id"],
-                "started_at": row["started_at"],
-                "finished_at": row["finished_at"],
-                "status": row["status"],
-                "duration_s": _duration(row["started_at"], row["finished_at"]),
+                "id": run.id,
+                "started_at": run.started_at,
+                "finished_at": run.finished_at,
+                "status": run.status,
+                "duration_s": _duration(run.started_at, run.finished_at),
                 "dry_run": bool(summary.get("dry_run")),
                 "providers": providers,
             }
@@ -170,24 +148,16 @@ def cycle_history(store: StagingStore, limit: int = 60) -> list[dict[str, Any]]:
 
 def last_verify(store: StagingStore, a: str, b: str) -> dict[str, Any] | None:
     """The newest `verify` of A and B (either order), with how many changes came since."""
-    row = store.conn.execute(
-        "SELECT * FROM verify_results WHERE (a = ? AND b = ?) OR (a = ? AND b = ?) "
-        "ORDER BY id DESC LIMIT 1",
-        (a, b, b, a),
-    ).fetchone()
-    if row is None:
+    found = store.verify_results.latest(a, b)
+    if found is None:
         return None
-    since = store.conn.execute(  # by seq, not time: the (provider, seq) index answers it
-        "SELECT COUNT(*) FROM changes WHERE provider IN (?, ?) AND seq > ?",
-        (a, b, row["journal_seq"]),
-    ).fetchone()[0]
     return {
-        "at": row["at"],
-        "reconciled": bool(row["reconciled"]),
-        "count": {row["a"]: row["count_a"], row["b"]: row["count_b"]},
-        "differences": row["differences"],
-        "error": row["error"],
-        "changes_since": since,
+        "at": found.at,
+        "reconciled": found.reconciled,
+        "count": {found.a: found.count_a, found.b: found.count_b},
+        "differences": found.differences,
+        "error": found.error,
+        "changes_since": store.journal.count_since(a, b, found.journal_seq),
     }
 
 
@@ -200,13 +170,8 @@ def cutover_readiness(store: StagingStore, config: Config) -> list[dict[str, Any
         if other == active:
             continue
         outbox = dict(_NO_OUTBOX)
-        for row in store.conn.execute(
-            "SELECT state, COUNT(*) AS n FROM outbox WHERE provider IN (?, ?) "
-            "AND state IN ('pending', 'running', 'failed', 'dead') GROUP BY state",
-            (active, other),
-        ):
-            key = "pending" if row["state"] == "running" else row["state"]
-            outbox[key] += row["n"]
+        for state, actions in store.status_counts.outbox_between(active, other).items():
+            outbox["pending" if state == "running" else state] += actions
         conflicts = [c["id"] for c in waiting if active in c["versions"] or other in c["versions"]]
         verified = last_verify(store, active, other)
         checks = [
@@ -267,13 +232,11 @@ def switch_plan(active: str, target: str, direction: str = "both") -> list[str]:
     return steps
 
 
-def _run_durations(conn: Any) -> dict[int, float | None]:
+def _run_durations(store: StagingStore) -> dict[int, float | None]:
     """How long each provider's last cycle (the whole run it was part of) took, in seconds."""
-    rows = conn.execute(
-        "SELECT id, started_at, finished_at FROM runs WHERE id IN "
-        "(SELECT json_extract(last_cycle, '$.run_id') FROM providers WHERE last_cycle IS NOT NULL)"
-    )
-    return {row["id"]: _duration(row["started_at"], row["finished_at"]) for row in rows}
+    return {
+        run.id: _duration(run.started_at, run.finished_at) for run in store.runs.of_last_cycles()
+    }
 
 
 def _duration(started: str | None, finished: str | None) -> float | None:

@@ -158,8 +158,8 @@ def _backup_one(
 ) -> None:
     name = outcome.provider
     entry = config.provider(name)
-    row = store.conn.execute("SELECT last_cycle FROM providers WHERE name = ?", (name,)).fetchone()
-    if row is None or not row["last_cycle"]:
+    last_cycle = store.providers.last_cycle(name)
+    if not last_cycle:
         outcome.skipped = "nothing mirrored yet (run `memsync sync` first)"
         return
     directory = backups_dir / name
@@ -169,7 +169,7 @@ def _backup_one(
         path = _fresh_path(directory, now or datetime.now(UTC), config.backup.gzip)
         header = Header(
             source_provider=family_of(entry.type),
-            scope={"provider": name, "type": entry.type, "mirrored_at": _mirrored_at(row)},
+            scope={"provider": name, "type": entry.type, "mirrored_at": _mirrored_at(last_cycle)},
             exported_at=utc_now_iso(),
         )
         outcome.count = write_pmm_file(
@@ -206,9 +206,9 @@ def _fresh_path(directory: Path, at: datetime, compress: bool) -> Path:
         at += timedelta(microseconds=1)
 
 
-def _mirrored_at(row: sqlite3.Row) -> str | None:
+def _mirrored_at(last_cycle: str) -> str | None:
     try:
-        finished = json.loads(row["last_cycle"]).get("finished_at")
+        finished = json.loads(last_cycle).get("finished_at")
     except (ValueError, AttributeError):
         return None
     return finished if isinstance(finished, str) else None

@@ -36,6 +36,7 @@ from memsync.daemon.notify import Notifier
 from memsync.errors import ConfigError, LockHeld, MemsyncError
 from memsync.lock import daemon_lock, is_locked
 from memsync.paths import Paths
+from memsync.staging.store import checkpoint
 from memsync.sync.report import CycleReport, SyncOptions
 from memsync.sync.runner import run_sync
 from memsync.ui.address import parse_listen
@@ -207,11 +208,7 @@ class Daemon:
         if not self.paths.database.exists():
             return
         try:
-            conn = sqlite3.connect(self.paths.database, timeout=1.0)
-            try:
-                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            finally:
-                conn.close()
+            checkpoint(self.paths.database, timeout=1.0)
         except sqlite3.Error as exc:
             log.warning("could not checkpoint the staging database: %s", exc)
 

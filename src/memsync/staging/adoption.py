@@ -7,6 +7,10 @@ streamed in key order, so memory stays flat however many records both sides hold
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
+
 SETUP = (
     "CREATE TEMP TABLE IF NOT EXISTS adopt_scopes (provider TEXT PRIMARY KEY, scope TEXT)",
     "CREATE TEMP TABLE IF NOT EXISTS adopt_candidates ("
@@ -112,3 +116,83 @@ INSERT INTO adoptions (run_id, at, link_id, provider, provider_id, old_link_id, 
     from_provider_id, scope_key, content_hash)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
+
+
+class SharedCopy(NamedTuple):
+    """An unlinked record whose text (in its scope) another provider also holds unlinked."""
+
+    content_hash: str
+    scope: str
+    provider: str
+    provider_id: str
+    link_id: str
+    created_at: str
+
+
+class OpenMemoryRow(NamedTuple):
+    """A memory staging knows, holding a candidate's text, that the candidate's provider lacks."""
+
+    content_hash: str
+    scope: str
+    link_id: str
+    present: str | None  # providers holding or reconciled with it, joined by char(31)
+    anchor_provider: str | None
+    anchor_id: str | None
+
+
+class AdoptionSearch:
+    """One adoption pass's temporary tables and the relinks it writes (``sync/adopt.py``).
+
+    Runs inside the caller's write transaction: a dry run rolls the relinks back.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def find_candidates(self, scopes: Iterable[tuple[str, str | None]]) -> None:
+        """Collect the unlinked records of the providers in SCOPES ((provider, star scope or
+        None for the record's own)) into the candidates table."""
+        for statement in SETUP:
+            self.conn.execute(statement)
+        self.conn.executemany(SCOPES, scopes)
+        self.conn.execute(CANDIDATES)
+
+    def has_candidates(self, provider: str) -> bool:
+        return self.conn.execute(HAS_CANDIDATE, (provider,)).fetchone() is not None
+
+    def has_records(self, provider: str) -> bool:
+        return self.conn.execute(HAS_RECORD, (provider,)).fetchone() is not None
+
+    def find_open_memories(self) -> None:
+        """Index the candidates and collect the memories they could join."""
+        for statement in (*CANDIDATE_INDEXES, *OPEN_MEMORIES_SETUP):
+            self.conn.execute(statement)
+        self.conn.execute(OPEN_MEMORIES)
+
+    def shared_copies(self) -> Iterator[SharedCopy]:
+        """Candidates in groups another provider (or an open memory) shares, in key order."""
+        cursor = self.conn.cursor()
+        cursor.row_factory = _shared_copy
+        return cursor.execute(SHARED_COPIES)
+
+    def open_memories(self) -> Iterator[OpenMemoryRow]:
+        """The open memories in key order (streamed beside ``shared_copies``)."""
+        cursor = self.conn.cursor()
+        cursor.row_factory = _open_memory
+        return cursor.execute(OPEN_MEMORIES_IN_ORDER)
+
+    def relink(
+        self, relinks: Iterable[tuple[str, str, str]], journal: Iterable[Sequence[Any]]
+    ) -> None:
+        """Move records to their new logical ids ((link id, provider, provider id)) and
+        journal each adoption (RECORD's columns)."""
+        self.conn.executemany(RELINK, relinks)
+        self.conn.executemany(RECORD, journal)
+
+
+def _shared_copy(_cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> SharedCopy:
+    return SharedCopy(*row)
+
+
+def _open_memory(_cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> OpenMemoryRow:
+    return OpenMemoryRow(*row)

@@ -1,4 +1,4 @@
-"""The records table's row shape: a Record as a row and back, shared by the repositories."""
+"""How a Record becomes a row of the staging tables and back (records, journal): one place."""
 
 from __future__ import annotations
 

@@ -1,17 +1,53 @@
-"""Runs: one row per sync run (a cycle, or all scopes' cycles), with its summary."""
+"""Sync runs (``runs``): one row per cycle, its status and its report, read back for status."""
 
 from __future__ import annotations
 
 import sqlite3
+from typing import NamedTuple
 
-# --- engine side: starting and finishing a run ---------------------------------------------
+
+class RunRow(NamedTuple):
+    id: int
+    started_at: str
+    finished_at: str | None
+    status: str
+    summary: str | None  # the cycle report, JSON
 
 
 class Runs:
-    """The runs table (``store.runs``)."""
+    """The ``runs`` table."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+
+    # reading (status, the status page's history) -------------------------------------------
+
+    def latest(self) -> RunRow | None:
+        """The newest run, finished or not."""
+        row = self.conn.execute(
+            "SELECT id, started_at, finished_at, status, summary FROM runs ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else RunRow(*row)
+
+    def newest_finished(self, limit: int) -> list[RunRow]:
+        """The LIMIT newest finished runs, newest first."""
+        cursor = self.conn.execute(
+            "SELECT id, started_at, finished_at, status, summary FROM runs "
+            "WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT ?",
+            (limit,),
+        )
+        return [RunRow(*row) for row in cursor]
+
+    def of_last_cycles(self) -> list[RunRow]:
+        """The runs each provider's last cycle was part of (see providers.last_cycle)."""
+        cursor = self.conn.execute(
+            "SELECT id, started_at, finished_at, status, summary FROM runs WHERE id IN "
+            "(SELECT json_extract(last_cycle, '$.run_id') FROM providers "
+            "WHERE last_cycle IS NOT NULL)"
+        )
+        return [RunRow(*row) for row in cursor]
+
+    # the cycle's side ------------------------------------------------------------
 
     def start(self, started_at: str, pid: int) -> int:
         """A new run, under way in process ``pid``; its id."""

@@ -220,6 +220,131 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX verify_results_by_pair ON verify_results (a, b, id);
         """,
     ),
+    Migration(
+        5,
+        "CHECK constraints on every column holding a closed set of values",
+        """
+        -- SQLite adds no CHECK to an existing table: each table is rebuilt (new table, copy,
+        -- drop, rename, indexes again) inside this migration's transaction, so a failure
+        -- leaves the old tables as they were. The sets are every value any memsync wrote:
+        -- a run that never finished stays 'running'; a conflict chosen by hand is
+        -- 'resolving' until a cycle applies it. providers.type is left open on purpose: each
+        -- release may add a provider type, and that must not need a migration.
+        -- AUTOINCREMENT tables keep their high-water mark, so ids of pruned rows (the outbox
+        -- forgets finished actions) are never handed out again.
+
+        CREATE TABLE outbox_checked (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id INTEGER NOT NULL,
+            link_id TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('create', 'update', 'delete')),
+            provider_id TEXT,
+            payload TEXT,
+            state TEXT NOT NULL DEFAULT 'pending'
+                CHECK (state IN ('pending', 'running', 'done', 'failed', 'dead', 'superseded')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            next_attempt_at TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        INSERT INTO outbox_checked (id, run_id, link_id, provider, kind, provider_id, payload,
+            state, attempts, last_error, next_attempt_at, created_at, updated_at)
+        SELECT id, run_id, link_id, provider, kind, provider_id, payload, state, attempts,
+            last_error, next_attempt_at, created_at, updated_at
+        FROM outbox ORDER BY id;
+        DELETE FROM sqlite_sequence WHERE name = 'outbox_checked';
+        INSERT INTO sqlite_sequence (name, seq)
+            SELECT 'outbox_checked', seq FROM sqlite_sequence WHERE name = 'outbox';
+        DROP TABLE outbox;
+        ALTER TABLE outbox_checked RENAME TO outbox;
+        CREATE INDEX outbox_by_run ON outbox (run_id, provider, id);
+        CREATE INDEX outbox_by_link ON outbox (link_id, provider);
+        CREATE INDEX outbox_needing_attention ON outbox (state) WHERE state IN ('failed', 'dead');
+
+        CREATE TABLE conflicts_checked (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            link_id TEXT NOT NULL,
+            run_id INTEGER,
+            policy TEXT NOT NULL CHECK (policy IN ('error', 'active', 'newest', 'keep-both')),
+            state TEXT NOT NULL DEFAULT 'open'
+                CHECK (state IN ('open', 'resolving', 'resolved')),
+            winner TEXT,
+            versions TEXT NOT NULL,  -- JSON: provider -> the version each side held
+            created_at TEXT NOT NULL,
+            resolved_at TEXT,
+            resolution TEXT
+        );
+        INSERT INTO conflicts_checked (id, link_id, run_id, policy, state, winner, versions,
+            created_at, resolved_at, resolution)
+        SELECT id, link_id, run_id, policy, state, winner, versions, created_at, resolved_at,
+            resolution
+        FROM conflicts ORDER BY id;
+        DELETE FROM sqlite_sequence WHERE name = 'conflicts_checked';
+        INSERT INTO sqlite_sequence (name, seq)
+            SELECT 'conflicts_checked', seq FROM sqlite_sequence WHERE name = 'conflicts';
+        DROP TABLE conflicts;
+        ALTER TABLE conflicts_checked RENAME TO conflicts;
+        CREATE INDEX conflicts_by_state ON conflicts (state, link_id);
+
+        CREATE TABLE runs_checked (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            status TEXT NOT NULL DEFAULT 'running'
+                CHECK (status IN ('running', 'ok', 'attention', 'interrupted')),
+            pid INTEGER,
+            summary TEXT
+        );
+        INSERT INTO runs_checked (id, started_at, finished_at, status, pid, summary)
+        SELECT id, started_at, finished_at, status, pid, summary FROM runs ORDER BY id;
+        DELETE FROM sqlite_sequence WHERE name = 'runs_checked';
+        INSERT INTO sqlite_sequence (name, seq)
+            SELECT 'runs_checked', seq FROM sqlite_sequence WHERE name = 'runs';
+        DROP TABLE runs;
+        ALTER TABLE runs_checked RENAME TO runs;
+
+        CREATE TABLE link_state_checked (
+            link_id TEXT PRIMARY KEY,
+            fingerprint TEXT,
+            content_hash TEXT,
+            deleted INTEGER NOT NULL DEFAULT 0 CHECK (deleted IN (0, 1)),
+            version_at TEXT,  -- the agreed version's own updated_at (or when it was deleted)
+            updated_at TEXT NOT NULL
+        ) WITHOUT ROWID;
+        INSERT INTO link_state_checked (link_id, fingerprint, content_hash, deleted, version_at,
+            updated_at)
+        SELECT link_id, fingerprint, content_hash, deleted, version_at, updated_at
+        FROM link_state ORDER BY link_id;
+        DROP TABLE link_state;
+        ALTER TABLE link_state_checked RENAME TO link_state;
+
+        CREATE TABLE verify_results_checked (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            a TEXT NOT NULL,
+            b TEXT NOT NULL,
+            at TEXT NOT NULL,
+            reconciled INTEGER NOT NULL CHECK (reconciled IN (0, 1)),
+            count_a INTEGER,
+            count_b INTEGER,
+            differences INTEGER NOT NULL DEFAULT 0,
+            error TEXT,  -- why verify could not compare (a partial listing, a provider down)
+            journal_seq INTEGER NOT NULL DEFAULT 0  -- the newest change seen before it ran
+        );
+        INSERT INTO verify_results_checked (id, a, b, at, reconciled, count_a, count_b,
+            differences, error, journal_seq)
+        SELECT id, a, b, at, reconciled, count_a, count_b, differences, error, journal_seq
+        FROM verify_results ORDER BY id;
+        DELETE FROM sqlite_sequence WHERE name = 'verify_results_checked';
+        INSERT INTO sqlite_sequence (name, seq)
+            SELECT 'verify_results_checked', seq FROM sqlite_sequence
+            WHERE name = 'verify_results';
+        DROP TABLE verify_results;
+        ALTER TABLE verify_results_checked RENAME TO verify_results;
+        CREATE INDEX verify_results_by_pair ON verify_results (a, b, id);
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

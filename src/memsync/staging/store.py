@@ -20,17 +20,24 @@ import sqlite_utils
 from memsync.errors import StagingError
 from memsync.paths import make_private_dir
 from memsync.records import Record, utc_now_iso
+from memsync.staging.adoption import AdoptionSearch
 from memsync.staging.conflicts import Conflicts
 from memsync.staging.dirty import DirtySet
+from memsync.staging.journal import Journal
 from memsync.staging.links import Links
 from memsync.staging.outbox import Outbox
-from memsync.staging.records import MirrorRecords
-from memsync.staging.rows import RECORD_COLUMNS, UPSERT_RECORD, dumps, record_row, row_record
+from memsync.staging.providers import ProviderRegistry
+from memsync.staging.records import Records
+from memsync.staging.rows import RECORD_COLUMNS, dumps, record_row, row_record
 from memsync.staging.runs import Runs
 from memsync.staging.schema import LATEST, MIGRATIONS
 from memsync.staging.scopes import ScopesSeen
+from memsync.staging.status_counts import StatusCounts
+from memsync.staging.verify_results import VerifyResults
 
-BUSY_TIMEOUT_MS = 10_000
+__all__ = ["RECORD_COLUMNS", "StagingStore", "checkpoint", "dumps", "record_row", "row_record"]
+
+BUSY_TIMEOUT_S = 10.0  # a writer waits this long for another's transaction, then fails
 
 _CORRUPT_HINT = (
     "run `memsync repair` to rebuild it from the providers (the providers hold the memories; "
@@ -45,14 +52,19 @@ class StagingStore:
         self.conn = conn
         self.path = path
         self.db = sqlite_utils.Database(conn)
-        # the repositories: one per table family, each holding its SQL
-        self.outbox = Outbox(conn)
-        self.dirty = DirtySet(conn)
+        # the repositories: one per table family, each holding its SQL, all on this connection
+        self.records = Records(conn)
         self.links = Links(conn)
-        self.records = MirrorRecords(conn)
-        self.runs = Runs(conn)
+        self.dirty = DirtySet(conn)
+        self.outbox = Outbox(conn)
+        self.journal = Journal(conn)
+        self.providers = ProviderRegistry(conn)
         self.conflicts = Conflicts(conn)
+        self.runs = Runs(conn)
         self.scopes = ScopesSeen(conn)
+        self.adoption = AdoptionSearch(conn)
+        self.status_counts = StatusCounts(conn)
+        self.verify_results = VerifyResults(conn)
 
     # opening ------------------------------------------------------------------------------
 
@@ -65,9 +77,10 @@ class StagingStore:
             make_private_dir(path.parent)
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
         try:
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(
+                path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
             conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             # 32 MiB of page cache: a million-record mirror stays cache-friendly (a ceiling,
@@ -166,29 +179,31 @@ class StagingStore:
         finally:
             self.conn.execute("ROLLBACK")
 
-    # records ------------------------------------------------------------------------------
+    # records (kept here: the engine, the benchmarks and the tests stage through them) -----
 
     def upsert_records(self, rows: Iterable[Sequence[Any]]) -> None:
         """Insert or replace mirror rows (made by ``record_row``) in one statement batch."""
-        self.conn.executemany(UPSERT_RECORD, rows)
+        self.records.upsert(rows)
 
     def count_records(self, provider: str | None = None) -> int:
-        if provider is None:
-            return int(self.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0])
-        return int(
-            self.conn.execute(
-                "SELECT COUNT(*) FROM records WHERE provider = ?", (provider,)
-            ).fetchone()[0]
-        )
+        return self.records.count(provider)
 
     def iter_records(self, provider: str) -> Iterator[Record]:
         """The mirrored records of a provider, in id order, streamed."""
-        cursor = self.conn.execute(
-            f"SELECT {RECORD_COLUMNS} FROM records WHERE provider = ? ORDER BY provider_id",
-            (provider,),
-        )
-        for row in cursor:
-            yield row_record(row)
+        return self.records.of_provider(provider)
+
+
+def checkpoint(database: Path, timeout: float) -> None:
+    """Fold the WAL into the database file without waiting for any reader (PASSIVE).
+
+    Its own short connection, waiting at most TIMEOUT seconds for the lock; raises
+    sqlite3.Error when the database cannot be reached.
+    """
+    conn = sqlite3.connect(database, timeout=timeout)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    finally:
+        conn.close()
 
 
 def _statements(script: str) -> Iterator[str]:

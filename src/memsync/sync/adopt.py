@@ -31,7 +31,7 @@ from memsync.faults import fault_point
 from memsync.providers.base import Provider
 from memsync.records import utc_now_iso
 from memsync.sameness import star_scope
-from memsync.staging import adoption as sql
+from memsync.staging.adoption import AdoptionSearch, OpenMemoryRow, SharedCopy
 
 FLUSH = 20_000  # relinks written per executemany, in primary-key order
 
@@ -158,24 +158,19 @@ def adopt(
     """
     preference = [active, *(name for name in providers if name != active)]
     star = star_scope(providers[name].scope_key() for name in preference)
-    for statement in sql.SETUP:
-        conn.execute(statement)
-    conn.executemany(
-        sql.SCOPES,
-        [(name, star if providers[name].scope_key() else None) for name in preference],
+    search = AdoptionSearch(conn)
+    search.find_candidates(
+        [(name, star if providers[name].scope_key() else None) for name in preference]
     )
-    conn.execute(sql.CANDIDATES)
     result = AdoptionResult()
-    if not _anything_to_pair(conn, preference):
+    if not _anything_to_pair(search, preference):
         return result
-    for statement in (*sql.CANDIDATE_INDEXES, *sql.OPEN_MEMORIES_SETUP):
-        conn.execute(statement)
-    conn.execute(sql.OPEN_MEMORIES)
+    search.find_open_memories()
 
     now = utc_now_iso()
     relinks: list[tuple[str, str, str]] = []
     journal: list[tuple[Any, ...]] = []
-    for (content_hash, scope), copies, memories in _groups(conn):
+    for (content_hash, scope), copies, memories in _groups(search):
         adoptions = pair_copies(copies, memories, preference)
         # Both sides of a new pair count as adopted; a memory agreed before counts only the
         # copy that joined it.
@@ -207,27 +202,26 @@ def adopt(
                 )
             )
         if len(relinks) >= FLUSH:
-            _flush(conn, relinks, journal)
-    _flush(conn, relinks, journal)
+            _flush(search, relinks, journal)
+    _flush(search, relinks, journal)
     return result
 
 
-def _anything_to_pair(conn: sqlite3.Connection, providers: list[str]) -> bool:
+def _anything_to_pair(search: AdoptionSearch, providers: list[str]) -> bool:
     """False when no unlinked record could have a partner: none at all (a quiet cycle), or
     all in one provider while no other provider holds any record (a first sync into empty
     stores)."""
-    holding = [p for p in providers if conn.execute(sql.HAS_CANDIDATE, (p,)).fetchone()]
+    holding = [p for p in providers if search.has_candidates(p)]
     if len(holding) != 1:
         return len(holding) > 1
-    return any(conn.execute(sql.HAS_RECORD, (p,)).fetchone() for p in providers if p != holding[0])
+    return any(search.has_records(p) for p in providers if p != holding[0])
 
 
 def _flush(
-    conn: sqlite3.Connection, relinks: list[tuple[str, str, str]], journal: list[tuple[Any, ...]]
+    search: AdoptionSearch, relinks: list[tuple[str, str, str]], journal: list[tuple[Any, ...]]
 ) -> None:
     relinks.sort(key=lambda relink: (relink[1], relink[2]))  # the records table's key order
-    conn.executemany(sql.RELINK, relinks)
-    conn.executemany(sql.RECORD, journal)
+    search.relink(relinks, journal)
     relinks.clear()
     journal.clear()
     fault_point("adopt:flushed")  # inside the caller's transaction: a kill here keeps nothing
@@ -236,14 +230,12 @@ def _flush(
 Key = tuple[str, str]
 
 
-def _groups(conn: sqlite3.Connection) -> Iterator[tuple[Key, list[Copy], list[OpenMemory]]]:
+def _groups(search: AdoptionSearch) -> Iterator[tuple[Key, list[Copy], list[OpenMemory]]]:
     """Copies and open memories of each (text, scope), merged from two key-ordered streams."""
     # Two cursors streamed side by side (temporary tables only: the relinks written between
     # their steps touch ``records``, not what they read).
-    copies = itertools.groupby(conn.execute(sql.SHARED_COPIES), key=lambda row: (row[0], row[1]))
-    memories = itertools.groupby(
-        conn.execute(sql.OPEN_MEMORIES_IN_ORDER), key=lambda row: (row[0], row[1])
-    )
+    copies = itertools.groupby(search.shared_copies(), key=_key)
+    memories = itertools.groupby(search.open_memories(), key=_key)
     pending_memories: tuple[Key, list[OpenMemory]] | None = _next_memories(memories)
     for key, rows in copies:
         while pending_memories is not None and pending_memories[0] < key:
@@ -252,18 +244,24 @@ def _groups(conn: sqlite3.Connection) -> Iterator[tuple[Key, list[Copy], list[Op
         if pending_memories is not None and pending_memories[0] == key:
             found = pending_memories[1]
             pending_memories = _next_memories(memories)
-        yield key, [Copy(r[2], r[3], r[4], r[5]) for r in rows], found
+        yield key, [Copy(r.provider, r.provider_id, r.link_id, r.created_at) for r in rows], found
+
+
+def _key(row: SharedCopy | OpenMemoryRow) -> Key:
+    return row.content_hash, row.scope
 
 
 def _next_memories(
-    groups: Iterator[tuple[Key, Iterator[Any]]],
+    groups: Iterator[tuple[Key, Iterator[OpenMemoryRow]]],
 ) -> tuple[Key, list[OpenMemory]] | None:
     for key, rows in groups:
         return key, [
             OpenMemory(
-                r[2],
-                frozenset((r[3] or "").split("\x1f")),
-                (r[4], r[5]) if r[4] is not None else None,
+                r.link_id,
+                frozenset((r.present or "").split("\x1f")),
+                (r.anchor_provider, r.anchor_id)
+                if r.anchor_provider is not None and r.anchor_id is not None
+                else None,
             )
             for r in rows
         ]

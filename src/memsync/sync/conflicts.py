@@ -5,7 +5,6 @@ One place for both, so the status page's buttons do exactly what the command lin
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from memsync.errors import MemsyncError
@@ -14,27 +13,20 @@ from memsync.staging import StagingStore
 
 def list_conflicts(store: StagingStore, *, include_settled: bool = False) -> list[dict[str, Any]]:
     """Conflicts still waiting (open or being applied), or all of them, oldest first."""
-    where = "" if include_settled else "WHERE state != 'resolved'"
-    return [
-        {**dict(r), "versions": json.loads(r["versions"])}
-        for r in store.conn.execute(f"SELECT * FROM conflicts {where} ORDER BY id")
-    ]
+    rows = store.conflicts.every() if include_settled else store.conflicts.waiting()
+    return [row.as_dict() for row in rows]
 
 
 def choose_winner(store: StagingStore, conflict_id: int, keep: str) -> None:
     """Record that KEEP's version wins; the next cycle writes it everywhere."""
-    row = store.conn.execute("SELECT * FROM conflicts WHERE id = ?", (conflict_id,)).fetchone()
-    if row is None:
+    conflict = store.conflicts.get(conflict_id)
+    if conflict is None:
         raise MemsyncError(f"no conflict #{conflict_id}; `memsync conflicts` lists them")
-    if row["state"] == "resolved":
+    if conflict.state == "resolved":
         raise MemsyncError(f"conflict #{conflict_id} is already resolved")
-    versions = json.loads(row["versions"])
-    if keep not in versions:
+    if keep not in conflict.versions:
         raise MemsyncError(
-            f"conflict #{conflict_id} is between {', '.join(versions)}; --keep one of them"
+            f"conflict #{conflict_id} is between {', '.join(conflict.versions)}; --keep one of them"
         )
-    with store.transaction() as conn:
-        conn.execute(
-            "UPDATE conflicts SET state = 'resolving', winner = ?, resolution = ? WHERE id = ?",
-            (keep, f"kept {keep} by hand", conflict_id),
-        )
+    with store.transaction():
+        store.conflicts.choose_winner(conflict_id, keep, f"kept {keep} by hand")

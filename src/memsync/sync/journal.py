@@ -8,7 +8,7 @@ from typing import Any
 
 from memsync.errors import MemsyncError
 from memsync.records import Record, parse_instant
-from memsync.staging.store import StagingStore, row_record
+from memsync.staging.store import StagingStore
 
 
 def _utc_text(value: str, what: str) -> str:
@@ -34,37 +34,19 @@ def log_entries(
 
     ``providers``: entries of any of these (e.g. one scope's providers).
     """
-    clauses, params = [], []
+    names = providers
     if provider:
-        clauses.append("provider = ?")
-        params.append(provider)
-    if providers is not None:
-        clauses.append(f"provider IN ({','.join('?' * len(providers))})")
-        params.extend(providers)
-    if since:
-        clauses.append("at >= ?")
-        params.append(_utc_text(since, "--since"))
-    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-    rows = store.conn.execute(
-        f"SELECT seq, at, provider, provider_id, link_id, kind, content FROM changes {where} "
-        "ORDER BY seq DESC LIMIT ?",
-        (*params, limit),
-    ).fetchall()
-    entries = [dict(r) for r in rows]
-    adopted = store.conn.execute(
-        "SELECT a.at, a.provider, a.provider_id, a.link_id, a.from_provider, a.from_provider_id, "
-        "(SELECT content FROM records r WHERE r.provider = a.provider "
-        "AND r.provider_id = a.provider_id) AS content "
-        f"FROM adoptions a {where.replace('WHERE ', 'WHERE a.').replace('AND ', 'AND a.')} "
-        "ORDER BY a.seq DESC LIMIT ?",
-        (*params, limit),
-    ).fetchall()
-    entries += [_adoption_entry(r) for r in adopted]
+        names = [provider] if providers is None or provider in providers else []
+    bound = _utc_text(since, "--since") if since else None
+    entries = [c._asdict() for c in store.journal.newest_changes(names, bound, limit)]
+    entries += [
+        _adoption_entry(a._asdict()) for a in store.journal.newest_adoptions(names, bound, limit)
+    ]
     entries.sort(key=lambda e: (e["at"], e["kind"] != "added"))
     return entries[-limit:]
 
 
-def _adoption_entry(row: Any) -> dict[str, Any]:
+def _adoption_entry(row: dict[str, Any]) -> dict[str, Any]:
     """An adoption as a journal entry: which record joined which memory, paired with what."""
     return {
         "seq": None,
@@ -85,60 +67,31 @@ def memory_history(store: StagingStore, memory: str) -> list[dict[str, Any]]:
     A record that was adopted (linked by content) was journalled under its own logical id
     before it joined: those entries belong to the memory too, and the adoption is an entry.
     """
-    conn = store.conn
-    link = memory
-    row = conn.execute(
-        "SELECT link_id FROM changes WHERE link_id = ? LIMIT 1", (memory,)
-    ).fetchone()
-    if row is None:
-        row = conn.execute(
-            "SELECT link_id FROM adoptions WHERE link_id = ? OR provider_id = ? "
-            "ORDER BY seq DESC LIMIT 1",
-            (memory, memory),
-        ).fetchone()
-    if row is None:
-        row = conn.execute(
-            "SELECT link_id FROM changes WHERE provider_id = ? ORDER BY seq DESC LIMIT 1",
-            (memory,),
-        ).fetchone()
-        if row is None:
-            raise MemsyncError(
-                f"no memory {memory!r} in the journal; `memsync log` lists what memsync has seen"
-            )
-    link = row[0]
-    adopted = conn.execute(
-        "SELECT at, provider, provider_id, link_id, old_link_id, from_provider, from_provider_id, "
-        "NULL AS content FROM adoptions WHERE link_id = ? OR old_link_id = ? ORDER BY seq",
-        (link, link),
-    ).fetchall()
-    if adopted and all(a["old_link_id"] == link for a in adopted):
-        link = adopted[-1]["link_id"]  # MEMORY named a record's id from before it was adopted
-        adopted = conn.execute(
-            "SELECT at, provider, provider_id, link_id, old_link_id, from_provider, "
-            "from_provider_id, NULL AS content FROM adoptions WHERE link_id = ? ORDER BY seq",
-            (link,),
-        ).fetchall()
-    links = [link, *(a["old_link_id"] for a in adopted if a["link_id"] == link)]
-    marks = ",".join("?" * len(links))
-    rows = conn.execute(
-        "SELECT seq, at, run_id, provider, provider_id, link_id, kind, content, metadata, "
-        f"updated_at, fingerprint, provenance FROM changes WHERE link_id IN ({marks}) ORDER BY seq",
-        links,
-    ).fetchall()
+    journal = store.journal
+    link = journal.link_of(memory)
+    if link is None:
+        raise MemsyncError(
+            f"no memory {memory!r} in the journal; `memsync log` lists what memsync has seen"
+        )
+    adopted = journal.adoptions_touching(link)
+    if adopted and all(a.old_link_id == link for a in adopted):
+        link = adopted[-1].link_id  # MEMORY named a record's id from before it was adopted
+        adopted = journal.adoptions_into(link)
+    links = [link, *(a.old_link_id for a in adopted if a.link_id == link)]
     entries: list[dict[str, Any]] = [
         {
-            **dict(r),
-            "metadata": json.loads(r["metadata"]) if r["metadata"] else None,
-            "provenance": json.loads(r["provenance"]) if r["provenance"] else None,
+            **version._asdict(),
+            "metadata": json.loads(version.metadata) if version.metadata else None,
+            "provenance": json.loads(version.provenance) if version.provenance else None,
         }
-        for r in rows
+        for version in journal.versions(links)
     ]
     for adoption in adopted:
-        if adoption["link_id"] != link:
+        if adoption.link_id != link:
             continue
-        entry = _adoption_entry(adoption)
+        entry = _adoption_entry(adoption._asdict())
         entry.update({"run_id": None, "metadata": None, "updated_at": None, "fingerprint": None})
-        entry["old_link_id"] = adoption["old_link_id"]
+        entry["old_link_id"] = adoption.old_link_id
         # After the record's own first sighting, before anything written for the memory.
         position = next(
             (
@@ -154,14 +107,4 @@ def memory_history(store: StagingStore, memory: str) -> list[dict[str, Any]]:
 
 def records_at(store: StagingStore, provider: str, at: str) -> Iterator[Record]:
     """A provider's memories as they stood at a time, rebuilt from the journal (streamed)."""
-    when = _utc_text(at, "--at")
-    cursor = store.conn.execute(
-        "SELECT c.* FROM changes c JOIN (SELECT provider_id, MAX(seq) AS seq FROM changes "
-        "WHERE provider = ? AND at <= ? GROUP BY provider_id) last ON last.seq = c.seq "
-        "WHERE c.kind != 'removed' ORDER BY c.provider_id",
-        (provider, when),
-    )
-    for row in cursor:
-        record = row_record(row)
-        record.origin = row["origin"] or row["link_id"]
-        yield record
+    return store.journal.records_at(provider, _utc_text(at, "--at"))

@@ -23,18 +23,26 @@ again.
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memsync.faults import fault_point
 from memsync.providers.base import Listing, Provider
 from memsync.records import Record, Skipped, is_expired, utc_now_iso
-from memsync.staging.store import StagingStore, dumps, record_row
+from memsync.staging.journal import journal_row
+from memsync.staging.records import StagedRef, TokenRefresh
+from memsync.staging.store import StagingStore, record_row
 
-_CHUNK = 500  # sqlite's bound-parameter limit is 999 on old builds: stay well under
+__all__ = [
+    "DeleteLimits",
+    "Mirror",
+    "MirrorResult",
+    "check_identity",
+    "journal_row",
+    "load_cursor",
+    "save_cycle_summary",
+]
 
 
 @dataclass
@@ -81,60 +89,18 @@ class MirrorResult:
         }
 
 
-def journal_row(
-    run_id: int, provider: str, link_id: str, kind: str, record: Record | None, provider_id: str
-) -> tuple[Any, ...]:
-    """A row of the change journal; a removal carries no content."""
-    if record is None:
-        return (run_id, utc_now_iso(), provider, provider_id, link_id, kind) + (None,) * 11
-    return (
-        run_id,
-        utc_now_iso(),
-        provider,
-        provider_id,
-        link_id,
-        kind,
-        record.content,
-        dumps(record.metadata),
-        record.scope_key,
-        record.created_at,
-        record.updated_at,
-        record.version,
-        dumps(record.provenance),
-        record.fingerprint,
-        record.content_hash,
-        record.origin,
-        record.expiration_date,
-    )
-
-
-INSERT_JOURNAL = (
-    "INSERT INTO changes (run_id, at, provider, provider_id, link_id, kind, content, metadata, "
-    "scope_key, created_at, updated_at, version, provenance, fingerprint, content_hash, origin, "
-    "expiration_date) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-
-
 def check_identity(store: StagingStore, provider: Provider) -> bool:
     """Register the provider; if its identity moved, reset its mirror. True when reset."""
     identity = provider.identity()
-    row = store.conn.execute(
-        "SELECT identity FROM providers WHERE name = ?", (provider.name,)
-    ).fetchone()
-    if row is not None and row["identity"] == identity:
+    known = store.providers.identity(provider.name)
+    if known == identity:
         return False
-    with store.transaction() as conn:
-        reset = row is not None
+    with store.transaction():
+        reset = known is not None
         if reset:
             # A moved store must not look like mass deletion: forget what we knew of it.
-            conn.execute("DELETE FROM records WHERE provider = ?", (provider.name,))
-            conn.execute("DELETE FROM links WHERE provider = ?", (provider.name,))
-            conn.execute("DELETE FROM cursors WHERE provider = ?", (provider.name,))
-        conn.execute(
-            "INSERT INTO providers (name, type, identity, first_seen) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (name) DO UPDATE SET type = excluded.type, identity = excluded.identity",
-            (provider.name, provider.type, identity, utc_now_iso()),
-        )
+            store.records.forget_provider(provider.name)
+        store.providers.register(provider.name, provider.type, identity, utc_now_iso())
     return reset
 
 
@@ -159,9 +125,8 @@ class Mirror:
         self.run_id = run_id
         self.limits = limits
         self.result = MirrorResult(provider.name)
-        self.conn = store.conn
-        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS seen (provider_id TEXT PRIMARY KEY)")
-        self.conn.execute("DELETE FROM temp.seen")
+        self.records = store.records
+        self.records.start_listing()
 
     def run(self, listing: Listing) -> MirrorResult:
         result = self.result
@@ -195,11 +160,11 @@ class Mirror:
         if empty:  # never carried, whatever the provider did: memsync writes no empty memory
             skipped = [*skipped, *(Skipped(r.id, "empty content") for r in empty)]
             records = [r for r in records if not r.is_blank]
-        with self.store.transaction() as conn:
-            fresh = self._first_sightings(conn, records)
-            existing = self._existing(conn, [r.id for r in fresh])
+        with self.store.transaction():
+            fresh = self._first_sightings(records)
+            existing = self.records.staged_versions(name, [r.id for r in fresh])
             upserts: list[tuple[Any, ...]] = []
-            tokens: list[tuple[Any, ...]] = []
+            tokens: list[TokenRefresh] = []
             journal: list[tuple[Any, ...]] = []
             repairs: list[str] = []  # links whose record lost memsync's fields in the store
             for record in fresh:
@@ -221,7 +186,7 @@ class Mirror:
                 if carried:
                     # Staged with the version that had memsync's fields until the write back
                     # lands: a later listing (or rewrite) still finds them to carry over.
-                    record = self._carry_over(conn, record, version)
+                    record = self._carry_over(record, version)
                     if self.write_back:
                         repairs.append(link_id)
                 elif version is not None and record.version == version:
@@ -233,7 +198,9 @@ class Mirror:
                     # provider's exact bytes and token, journal nothing, write nowhere.
                     if not carried:
                         tokens.append(
-                            (record.version, record.updated_at, record.content, name, record.id)
+                            TokenRefresh(
+                                record.version, record.updated_at, record.content, name, record.id
+                            )
                         )
                     continue
                 upserts.append(record_row(name, link_id, record, self.run_id))
@@ -241,114 +208,55 @@ class Mirror:
                     journal_row(self.run_id, name, link_id, "changed", record, record.id)
                 )
                 self.result.changed += 1
-            self.store.upsert_records(upserts)
+            self.records.upsert(upserts)
             if tokens:
-                conn.executemany(
-                    "UPDATE records SET version = ?, updated_at = ?, content = ? "
-                    "WHERE provider = ? AND provider_id = ?",
-                    tokens,
-                )
-            conn.executemany(INSERT_JOURNAL, journal)
-            self._queue_repairs(conn, repairs)
+                self.records.refresh_tokens(tokens)
+            self.store.journal.append(journal)
+            if repairs:
+                # Written back into its own store, so it holds memsync's fields again (a plain
+                # update from the staged record, replayed in this run).
+                self.records.queue_write_backs(self.run_id, name, repairs, utc_now_iso())
             if skipped:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO skipped VALUES (?, ?, ?, ?, ?)",
-                    [(self.run_id, name, s.id, s.reason, utc_now_iso()) for s in skipped],
+                self.records.record_skipped(
+                    (self.run_id, name, s.id, s.reason, utc_now_iso()) for s in skipped
                 )
         self.result.skipped.extend(skipped)
         self.result.listed += len(fresh)
 
-    def _carry_over(self, conn: sqlite3.Connection, record: Record, version: str | None) -> Record:
+    def _carry_over(self, record: Record, version: str | None) -> Record:
         """A detached record (see Record.detached) with what its store could not keep taken
         from the version staged for it: the text and the store's own provenance are the
         agent's change; metadata, dates, origin and the rest of the provenance are not."""
-        row = conn.execute(
-            "SELECT metadata, created_at, expiration_date, origin, provenance FROM records "
-            "WHERE provider = ? AND provider_id = ?",
-            (self.provider.name, record.id),
-        ).fetchone()
+        staged = self.records.kept_fields(self.provider.name, record.id)
         native = self.provider.native_provenance
-        kept = {k: v for k, v in json.loads(row[4] or "{}").items() if k not in native}
+        kept = {k: v for k, v in staged.provenance.items() if k not in native}
         return replace(
             record,
-            metadata=json.loads(row[0] or "{}"),
-            created_at=row[1],
-            expiration_date=row[2],
-            origin=row[3] or record.origin,
+            metadata=staged.metadata,
+            created_at=staged.created_at,
+            expiration_date=staged.expiration_date,
+            origin=staged.origin or record.origin,
             provenance={**kept, **record.provenance},
             version=version,
             detached=False,
         )
 
-    def _queue_repairs(self, conn: sqlite3.Connection, links: list[str]) -> None:
-        """Write carried-over records back into their own store, so it holds memsync's fields
-        again (a plain update from the staged record, replayed in this run)."""
-        name, now = self.provider.name, utc_now_iso()
-        conn.executemany(
-            "INSERT INTO outbox (run_id, link_id, provider, kind, provider_id, payload, state, "
-            "attempts, created_at, updated_at) "
-            "SELECT ?, ?, ?, 'update', provider_id, ?, 'pending', 0, ?, ? FROM records "
-            "WHERE provider = ? AND link_id = ?",
-            [
-                (
-                    self.run_id,
-                    link,
-                    name,
-                    json.dumps({"source": name, "source_link": link}),
-                    now,
-                    now,
-                    name,
-                    link,
-                )
-                for link in links
-            ],
-        )
-
-    def _first_sightings(self, conn: sqlite3.Connection, records: list[Record]) -> list[Record]:
+    def _first_sightings(self, records: list[Record]) -> list[Record]:
         """Drop records this listing already returned (offset paging can repeat items)."""
-        ids = [r.id for r in records]
-        repeated: set[str] = set()
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            repeated.update(
-                row[0]
-                for row in conn.execute(
-                    f"SELECT provider_id FROM temp.seen WHERE provider_id IN ({marks})", chunk
-                )
-            )
+        repeated = self.records.already_seen([r.id for r in records])
         fresh: list[Record] = []
         for record in records:
             if record.id not in repeated:
                 repeated.add(record.id)  # also drops repeats within the page
                 fresh.append(record)
-        conn.executemany("INSERT INTO temp.seen VALUES (?)", [(r.id,) for r in fresh])
+        self.records.mark_seen(r.id for r in fresh)
         return fresh
-
-    def _existing(
-        self, conn: sqlite3.Connection, ids: list[str]
-    ) -> dict[str, tuple[str, str, str | None]]:
-        found: dict[str, tuple[str, str, str | None]] = {}
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for row in conn.execute(
-                "SELECT provider_id, link_id, fingerprint, version FROM records "
-                f"WHERE provider = ? AND provider_id IN ({marks})",
-                (self.provider.name, *chunk),
-            ):
-                found[row[0]] = (row[1], row[2], row[3])
-        return found
 
     # removals -----------------------------------------------------------------------------
 
-    def _missing(self) -> list[Any]:
+    def _missing(self) -> list[StagedRef]:
         """Staged records this full listing did not return."""
-        return self.conn.execute(
-            "SELECT provider_id, link_id, expiration_date FROM records WHERE provider = ? "
-            "AND provider_id NOT IN (SELECT provider_id FROM temp.seen)",
-            (self.provider.name,),
-        ).fetchall()
+        return self.records.unseen(self.provider.name)
 
     def _confirm_missing(self, listing: Listing) -> None:
         """Read each missing memory by id when the listing may hide expired ones: what is
@@ -356,24 +264,25 @@ class Mirror:
         if not listing.hides_expired or listing.mode != "full" or not listing.complete:
             return
         found = [
-            record for row in self._missing() if (record := self.provider.get(row[0])) is not None
+            record
+            for row in self._missing()
+            if (record := self.provider.get(row.provider_id)) is not None
         ]
         if found:
             self._stage_page(found, [])
 
     def _removals(self, listing: Listing, before: int) -> None:
         name = self.provider.name
-        conn = self.conn
         if listing.mode == "incremental":
             if not listing.removed:
                 return
-            gone = self._rows_for(listing.removed)
+            gone = self.records.refs(name, listing.removed)
         else:
             if not listing.complete:
                 return
             gone = self._missing()
         if listing.tombstones_expired:  # out of the store by memsync's own tombstone, not gone
-            gone = [row for row in gone if not is_expired(row[2])]
+            gone = [row for row in gone if not is_expired(row.expiration_date)]
         if listing.mode == "full" and gone and self.result.listed == 0 and not self.limits.force:
             self.result.refused = (
                 f"listed no memories but held {before} before; nothing deleted "
@@ -387,53 +296,24 @@ class Mirror:
                 "(if this is right, run `memsync sync --force-delete`)"
             )
             return
-        conn.executemany(
-            INSERT_JOURNAL,
-            [journal_row(self.run_id, name, row[1], "removed", None, row[0]) for row in gone],
+        self.store.journal.append(
+            journal_row(self.run_id, name, row.link_id, "removed", None, row.provider_id)
+            for row in gone
         )
-        conn.executemany(
-            "DELETE FROM records WHERE provider = ? AND provider_id = ?",
-            [(name, row[0]) for row in gone],
-        )
+        self.records.delete(name, (row.provider_id for row in gone))
         self.result.removed += len(gone)
-
-    def _rows_for(self, ids: Iterable[str]) -> list[Any]:
-        rows: list[Any] = []
-        id_list = list(ids)
-        for start in range(0, len(id_list), _CHUNK):
-            chunk = id_list[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            rows.extend(
-                self.conn.execute(
-                    "SELECT provider_id, link_id, expiration_date FROM records "
-                    f"WHERE provider = ? AND provider_id IN ({marks})",
-                    (self.provider.name, *chunk),
-                ).fetchall()
-            )
-        return rows
 
     def _commit_cursor(self, listing: Listing) -> None:
         now = utc_now_iso()
         full_scan_at = now if listing.mode == "full" else None
-        self.conn.execute(
-            "INSERT INTO cursors (provider, cursor, full_scan_at, updated_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (provider) DO UPDATE SET cursor = excluded.cursor, "
-            "full_scan_at = COALESCE(excluded.full_scan_at, cursors.full_scan_at), "
-            "updated_at = excluded.updated_at",
-            (self.provider.name, listing.cursor, full_scan_at, now),
-        )
+        self.store.providers.save_cursor(self.provider.name, listing.cursor, full_scan_at, now)
 
 
 def load_cursor(store: StagingStore, provider: str) -> tuple[str | None, str | None]:
-    row = store.conn.execute(
-        "SELECT cursor, full_scan_at FROM cursors WHERE provider = ?", (provider,)
-    ).fetchone()
-    return (row["cursor"], row["full_scan_at"]) if row else (None, None)
+    cursor = store.providers.cursor(provider)
+    return cursor.cursor, cursor.full_scan_at
 
 
 def save_cycle_summary(store: StagingStore, provider: str, summary: dict[str, Any]) -> None:
-    with store.transaction() as conn:
-        conn.execute(
-            "UPDATE providers SET last_cycle = ? WHERE name = ?",
-            (json.dumps(summary, default=str), provider),
-        )
+    with store.transaction():
+        store.providers.save_last_cycle(provider, json.dumps(summary, default=str))

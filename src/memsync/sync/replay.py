@@ -18,11 +18,11 @@ from memsync.errors import AuthError, MemsyncError, ProviderBusy, TransientProvi
 from memsync.faults import fault_point
 from memsync.providers.base import Provider, WriteResult
 from memsync.records import parse_instant, utc_now_iso
+from memsync.staging.journal import journal_row
 from memsync.staging.links import FirstAgreement, NewBase
 from memsync.staging.outbox import OutboxRow
 from memsync.staging.store import StagingStore, record_row
 from memsync.sync.freshness import changed_targets
-from memsync.sync.mirror import INSERT_JOURNAL, journal_row
 from memsync.sync.plan import Action, Topology, WriteKind
 from memsync.sync.report import (
     CycleReport,
@@ -291,14 +291,14 @@ class Replay:
                 )
             )
             journal.append(journal_row(run_id, provider, link_id, "written", record, record.id))
-        with self.store.transaction() as conn:
+        with self.store.transaction():
             self.store.outbox.finish((row.id for row, _ in done), now)
             self.store.upsert_records(records)
             self.store.links.set_bases(bases)
             self.store.links.agree_if_new(agreements)
             self.store.records.remove(removed)
             self.store.links.drop_bases(unlinked)
-            conn.executemany(INSERT_JOURNAL, journal)  # the journal's own repository: r-repo
+            self.store.journal.append(journal)
         fault_point("replay:remembered")
 
 

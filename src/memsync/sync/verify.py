@@ -25,6 +25,7 @@ from memsync.errors import MemsyncError
 from memsync.providers.base import Provider
 from memsync.records import canonical_json, normalise_text, utc_now_iso
 from memsync.scopes import Scope
+from memsync.staging.journal import FirstSighting
 from memsync.staging.store import StagingStore
 
 log = logging.getLogger(__name__)
@@ -93,29 +94,6 @@ class _Copies:
         self.texts.setdefault(record.content_hash, record.content)
 
 
-def _first_sightings(store: StagingStore, provider: str, ids: list[str]) -> dict[str, Any]:
-    """provider id -> (kind, seq, link_id) of the journal's first entry for it in its memory.
-
-    Looked up through the mirror's link and the journal's link index, so the cost is per id,
-    not per journal entry. A record adopted into another memory has its first sighting under
-    its old logical id: it is not found here, and rightly plays no part in a duplication.
-    """
-    found: dict[str, Any] = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for row in store.conn.execute(
-            "SELECT r.provider_id, c.kind, c.seq, r.link_id FROM records r "
-            "JOIN changes c ON c.seq = (SELECT MIN(x.seq) FROM changes x "
-            "INDEXED BY changes_by_link WHERE x.link_id = r.link_id "
-            "AND x.provider = r.provider AND x.provider_id = r.provider_id) "
-            f"WHERE r.provider = ? AND r.provider_id IN ({marks})",
-            (provider, *chunk),
-        ):
-            found[row[0]] = (row[1], row[2], row[3])
-    return found
-
-
 def _copied_both_ways(
     store: StagingStore, a: str, b: str, copies_a: _Copies, copies_b: _Copies
 ) -> list[Duplicated]:
@@ -132,20 +110,28 @@ def _copied_both_ways(
     ]
     if not shared:
         return found
-    seen_a = _first_sightings(store, a, [i for h in shared for i in copies_a.ids[h]])
-    seen_b = _first_sightings(store, b, [i for h in shared for i in copies_b.ids[h]])
+    seen_a = store.journal.first_sightings(a, [i for h in shared for i in copies_a.ids[h]])
+    seen_b = store.journal.first_sightings(b, [i for h in shared for i in copies_b.ids[h]])
     for text in shared:
         own_a = {
-            seen_a[i][2]: seen_a[i][1] for i in copies_a.ids[text] if _kind(seen_a, i) == "added"
+            seen_a[i].link_id: seen_a[i].seq
+            for i in copies_a.ids[text]
+            if _kind(seen_a, i) == "added"
         }
         own_b = {
-            seen_b[i][2]: seen_b[i][1] for i in copies_b.ids[text] if _kind(seen_b, i) == "added"
+            seen_b[i].link_id: seen_b[i].seq
+            for i in copies_b.ids[text]
+            if _kind(seen_b, i) == "added"
         }
         into_a = {
-            seen_a[i][2]: seen_a[i][1] for i in copies_a.ids[text] if _kind(seen_a, i) == "written"
+            seen_a[i].link_id: seen_a[i].seq
+            for i in copies_a.ids[text]
+            if _kind(seen_a, i) == "written"
         }
         into_b = {
-            seen_b[i][2]: seen_b[i][1] for i in copies_b.ids[text] if _kind(seen_b, i) == "written"
+            seen_b[i].link_id: seen_b[i].seq
+            for i in copies_b.ids[text]
+            if _kind(seen_b, i) == "written"
         }
         for link_a, owned_a_at in own_a.items():
             if link_a not in into_b:
@@ -161,9 +147,9 @@ def _copied_both_ways(
     return sorted(found, key=lambda d: d.content)
 
 
-def _kind(seen: dict[str, Any], provider_id: str) -> str | None:
+def _kind(seen: dict[str, FirstSighting], provider_id: str) -> str | None:
     entry = seen.get(provider_id)
-    return entry[0] if entry and entry[2] is not None else None
+    return entry.kind if entry and entry.link_id is not None else None
 
 
 def _inventory(
@@ -214,21 +200,15 @@ def record_verify(
     store: StagingStore, a: str, b: str, report: VerifyReport | None, error: str | None = None
 ) -> None:
     """Keep what a verify found (or why it could not compare) for the cutover readiness view."""
-    with store.transaction() as conn:
-        conn.execute(
-            "INSERT INTO verify_results (a, b, at, reconciled, count_a, count_b, differences, "
-            "error, journal_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
-            "(SELECT COALESCE(MAX(seq), 0) FROM changes))",
-            (
-                a,
-                b,
-                utc_now_iso(),
-                int(report is not None and report.reconciled),
-                report.count_a if report else None,
-                report.count_b if report else None,
-                sum(d.count for d in report.differences) if report else 0,
-                error,
-            ),
+    with store.transaction():
+        store.verify_results.record(
+            a,
+            b,
+            utc_now_iso(),
+            reconciled=report is not None and report.reconciled,
+            counts=(report.count_a, report.count_b) if report else None,
+            differences=sum(d.count for d in report.differences) if report else 0,
+            error=error,
         )
 
 

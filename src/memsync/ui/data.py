@@ -55,34 +55,15 @@ def find_memories(store: StagingStore, query: str, limit: int = 50) -> list[dict
     query = query.strip()
     if not query:
         return []
-    pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    links = [
-        row[0]
-        for row in store.conn.execute(
-            "SELECT link_id FROM changes WHERE link_id = ? OR provider_id = ? "
-            "OR content LIKE ? ESCAPE '\\' GROUP BY link_id ORDER BY MAX(seq) DESC LIMIT ?",
-            (query, query, pattern, limit),
-        )
-    ]
     found = []
-    for link in links:
-        latest = store.conn.execute(
-            "SELECT at, provider, content FROM changes WHERE link_id = ? AND content IS NOT NULL "
-            "ORDER BY seq DESC LIMIT 1",
-            (link,),
-        ).fetchone()
-        providers = [
-            row[0]
-            for row in store.conn.execute(
-                "SELECT provider FROM records WHERE link_id = ? ORDER BY provider", (link,)
-            )
-        ]
+    for link in store.journal.links_matching(query, limit):
+        latest = store.journal.latest_text(link)
         found.append(
             {
                 "link_id": link,
-                "content": latest["content"] if latest else None,
-                "at": latest["at"] if latest else None,
-                "providers": providers,
+                "content": latest.content if latest else None,
+                "at": latest.at if latest else None,
+                "providers": store.records.providers_holding(link),
             }
         )
     return found

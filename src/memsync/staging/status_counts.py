@@ -1,0 +1,68 @@
+"""The counts `memsync status` and the status page show: mirror per scope, outbox, conflicts."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import NamedTuple
+
+
+class ScopeCount(NamedTuple):
+    provider: str
+    scope_key: str
+    records: int
+
+
+class OutboxCount(NamedTuple):
+    provider: str
+    state: str
+    actions: int
+
+
+class DeadAction(NamedTuple):
+    """A write that failed for good, as status lists it."""
+
+    id: int
+    provider: str
+    kind: str
+    link_id: str
+    attempts: int
+    last_error: str | None
+
+
+class StatusCounts:
+    """Read-only aggregates over ``records`` and ``outbox``."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def records_by_scope(self) -> list[ScopeCount]:
+        cursor = self.conn.execute(
+            "SELECT provider, scope_key, COUNT(*) FROM records GROUP BY provider, scope_key"
+        )
+        return [ScopeCount(*row) for row in cursor]
+
+    def outbox_needing_work(self) -> list[OutboxCount]:
+        """Pending, failed and dead actions per provider and state."""
+        cursor = self.conn.execute(
+            "SELECT provider, state, COUNT(*) FROM outbox "
+            "WHERE state IN ('pending', 'failed', 'dead') GROUP BY provider, state"
+        )
+        return [OutboxCount(*row) for row in cursor]
+
+    def outbox_between(self, a: str, b: str) -> dict[str, int]:
+        """State -> actions not done yet (running ones too) into A or B."""
+        cursor = self.conn.execute(
+            "SELECT state, COUNT(*) FROM outbox WHERE provider IN (?, ?) "
+            "AND state IN ('pending', 'running', 'failed', 'dead') GROUP BY state",
+            (a, b),
+        )
+        return {str(row[0]): int(row[1]) for row in cursor}
+
+    def dead_actions(self, limit: int) -> list[DeadAction]:
+        """The oldest LIMIT dead actions."""
+        cursor = self.conn.execute(
+            "SELECT id, provider, kind, link_id, attempts, last_error FROM outbox "
+            "WHERE state = 'dead' ORDER BY id LIMIT ?",
+            (limit,),
+        )
+        return [DeadAction(*row) for row in cursor]
