@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,7 @@ from memsync.pmm import open_pmm
 from memsync.providers.base import Provider
 from memsync.providers.pmm_dir import PmmDirProvider, scope_file_name
 from memsync.records import Outgoing
+from tests.conftest import write_config
 from tests.contract import ProviderContract, list_all
 
 
@@ -67,3 +69,41 @@ def test_files_are_private(tmp_path: Path) -> None:
     provider.create(Outgoing(origin="mem0:1", content="secret diary"))
     assert (tmp_path / "pmm").stat().st_mode & 0o777 == 0o700
     assert (tmp_path / "pmm" / "alice.pmm.jsonl").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_path_that_is_a_file_is_a_one_line_error_and_the_others_still_sync(
+    home: Path, tmp_path: Path, cli: Any
+) -> None:
+    """`path` naming a file (a PMM file, say) instead of a directory: the provider fails with a
+    line that says what to do, the cycle exits non-zero, the other providers still sync."""
+    source = tmp_path / "kept"
+    provider = PmmDirProvider("kept", source)
+    provider.open()
+    provider.create(Outgoing(origin="mem0:1", content="still here"))
+    a_file = tmp_path / "export.jsonl"
+    a_file.write_text("not a directory\n")
+    write_config(
+        home,
+        f"""
+[sync]
+active = "kept"
+[providers.kept]
+type = "pmm-dir"
+path = "{source}"
+[providers.other]
+type = "pmm-dir"
+path = "{tmp_path / "other"}"
+[providers.wrong]
+type = "pmm-dir"
+path = "{a_file}"
+""",
+    )
+    result = cli("sync")
+    assert result.exit_code != 0
+    assert f"wrong: error: {a_file} is a file" in result.output
+    assert "point `path` at a directory" in result.output
+    assert "Traceback" not in result.output
+    assert a_file.read_text() == "not a directory\n"
+    other = PmmDirProvider("other", tmp_path / "other")
+    other.open()
+    assert [r.content for r in list_all(other)[0]] == ["still here"]

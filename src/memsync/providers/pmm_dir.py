@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from memsync.config import Config, PmmDirConfig
-from memsync.errors import NotFound, PMMError, ProviderError
+from memsync.errors import NotFound, PMMError, ProviderError, ProviderUnavailable
 from memsync.paths import make_private_dir
 from memsync.pmm import Header, Rejected, open_pmm, write_pmm_file
 from memsync.providers.base import (
@@ -79,6 +79,11 @@ class PmmDirProvider(Provider):
         return f"{self.family}:{record.id}"
 
     def open(self) -> None:
+        if self.root.exists() and not self.root.is_dir():
+            raise ProviderUnavailable(
+                f"{self.root} is a file; pmm-dir keeps one file per scope in a directory: "
+                "point `path` at a directory"
+            )
         make_private_dir(self.root)
 
     # files ------------------------------------------------------------------------------
