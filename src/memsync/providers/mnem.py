@@ -399,6 +399,14 @@ def expired_in_note(node: Any) -> bool:
 # --- the listing --------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Vanished:
+    """A removal the tree diff cannot show (see ``_added_then_removed``)."""
+
+    id: str
+    kind: str = "removed"
+
+
 class MnemListing(Listing):
     """A full listing from a node map, or an incremental one from a diff (see the module doc)."""
 
@@ -727,7 +735,40 @@ class MnemProvider(Provider):
                 self.path,
             )
             return None
-        return changes
+        return changes + self._added_then_removed(cursor, changes)
+
+    def _added_then_removed(self, cursor: str, changes: list[Any]) -> list[Any]:
+        """Nodes a commit after the cursor added and a later one removed, as removals.
+
+        The tree diff cursor..head cannot show them, yet the mirror may hold one: memsync
+        writes after it lists, so a node it wrote and an agent then forgot is in neither
+        tree. Only walked when more than one commit follows the cursor (first parents).
+        """
+        commits = self._commits_since(cursor)
+        if commits is None or len(commits) < 2:
+            return []
+        listed = {change.id for change in changes}
+        touched: set[str] = set()
+        for commit in commits:
+            diff = self.store.diff(commit.parents[0], commit.id)
+            touched.update(change.id for change in diff if change.kind != "removed")
+        return [
+            _Vanished(node_id)
+            for node_id in sorted(touched - listed)
+            if self.store.working_node(node_id) is None
+        ]
+
+    def _commits_since(self, cursor: str) -> list[Any] | None:
+        """The first-parent commits after CURSOR, newest first (None: not on that line)."""
+        limit = 16
+        while True:
+            commits: list[Any] = self.store.log(first_parent=True, limit=limit)
+            for index, commit in enumerate(commits):
+                if commit.id == cursor:
+                    return commits[:index]
+            if len(commits) < limit:
+                return None
+            limit *= 16
 
     def _delta(self, listing: Listing, changes: list[Any]) -> Iterator[Page]:
         scope = self.scope_key()
