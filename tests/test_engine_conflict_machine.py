@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, currently_in_test_context, event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from memsync.pmm import Header, write_pmm_file
 from memsync.providers.base import Provider
@@ -297,6 +297,13 @@ class ConflictMachine(RuleBasedStateMachine):
         ]
         return candidates[pick % len(candidates)] if candidates else None
 
+    @initialize(sides=st.lists(st.sampled_from(SIDES), min_size=1, max_size=4))
+    def memories_everywhere(self, sides: list[str]) -> None:
+        """A few memories, each added on one side and synced everywhere, to collide over."""
+        for side in sides:
+            self.add(side, {"topic": "tea"})
+        self.sync()
+
     @rule(side=st.sampled_from(SIDES), metadata=METADATA)
     def add(self, side: str, metadata: dict[str, Any]) -> None:
         memory = next(self.memory_ids)
@@ -348,11 +355,40 @@ class ConflictMachine(RuleBasedStateMachine):
         for side in sorted(sides):
             self._edit(side, memory, text, when, metadata)
 
+    @rule(
+        sides=st.lists(st.sampled_from(SIDES), min_size=2, max_size=3, unique=True),
+        pick=st.integers(min_value=0),
+        metadata=METADATA,
+    )
+    def edit_differently_on_several_sides(
+        self, sides: list[str], pick: int, metadata: dict[str, Any]
+    ) -> None:
+        """One memory edited on several sides, one after the other: a conflict."""
+        memory = self._pick(tuple(sides), pick)
+        if memory is None:
+            return
+        for side in sides:
+            text, when, _ = self._tick(memory)
+            self._edit(side, memory, text, when, metadata)
+
+    @rule(sides=st.permutations(SIDES), pick=st.integers(min_value=0), metadata=METADATA)
+    def edit_here_delete_there(self, sides: list[str], pick: int, metadata: dict[str, Any]) -> None:
+        """One side edits a memory another deletes: modify beats delete."""
+        editor, deleter = sides[0], sides[1]
+        memory = self._pick((editor, deleter), pick)
+        if memory is None:
+            return
+        text, when, _ = self._tick(memory)
+        self._edit(editor, memory, text, when, metadata)
+        self._delete(deleter, memory)
+
     @rule(side=st.sampled_from(SIDES), pick=st.integers(min_value=0))
     def delete(self, side: str, pick: int) -> None:
         memory = self._pick((side,), pick)
-        if memory is None:
-            return
+        if memory is not None:
+            self._delete(side, memory)
+
+    def _delete(self, side: str, memory: int) -> None:
         old = self._holds(memory, side)
         assert old is not None
         self.apps[side].delete(old.text)
@@ -444,10 +480,15 @@ class ConflictMachine(RuleBasedStateMachine):
                 if None in held.values():
                     del agreed[memory]  # deleted, and edited nowhere
                 continue
+            if None in held.values():
+                _note("an edit meets a delete")
             versions = sorted(set(edits.values()))
             if len(versions) == 1:
+                if len(edits) > 1:
+                    _note("equal edits on several sides")
                 agreed[memory] = versions[0]  # modify beats delete; equal edits agree
                 continue
+            _note(f"a conflict between {len(edits)} sides")
             conflicting.append(sorted(edits))
             if self.policy == "error":
                 self.open[memory] = {s: held.get(s, base) for s in SIDES}
@@ -473,6 +514,12 @@ class ConflictMachine(RuleBasedStateMachine):
             return instant, side == ACTIVE, side
 
         return max(edits, key=newest)
+
+
+def _note(what: str) -> None:
+    """A collision the run reached (``--hypothesis-show-statistics`` counts them)."""
+    if currently_in_test_context():
+        event(what)
 
 
 def _instant(when: str) -> datetime:
@@ -505,55 +552,96 @@ TestKeepBoth = machine_for("keep-both").TestCase
 TestErrorWaitsForResolve = machine_for("error").TestCase
 
 
-def test_an_agent_forgetting_what_memsync_just_wrote_reaches_every_side(tmp_path: Path) -> None:
-    """mnem lists a cycle as the tree diff from the last cursor, and memsync writes after it
-    lists: a node memsync wrote and an agent then forgot is in neither tree. The delete must
-    still travel (the state machine found it lost until the hourly full scan)."""
-    sdk = real_sdk()
-    sdk.init(str(tmp_path / "agent"))
-    gc.collect()
-    world = World(tmp_path, {"agent": "both", "mem0": "both"}, "agent")
-    world.providers["agent"] = MnemProvider("agent", tmp_path / "agent", scope_key=SCOPE)  # type: ignore[assignment]
-    world.providers["mem0"].scope = SCOPE
+class MnemWorld:
+    """A World whose ``agent`` is a real mnem store, opened by memsync and by the agent in
+    turn (each releases mnem's lock when done), as two processes would."""
 
-    def agent(change: Callable[[Any], object]) -> None:
-        store = sdk.open(str(tmp_path / "agent"))
+    def __init__(self, tmp_path: Path, others: dict[str, str], **sync: object) -> None:
+        self.sdk = real_sdk()
+        self.root = tmp_path / "agent"
+        self.sdk.init(str(self.root))
+        gc.collect()
+        self.world = World(tmp_path, {"agent": "both", **others}, "agent", **sync)
+        self.world.providers["agent"] = MnemProvider("agent", self.root, scope_key=SCOPE)  # type: ignore[assignment]
+        for name in others:
+            self.world.providers[name].scope = SCOPE
+
+    def agent(self, change: Callable[[Any, dict[str, str]], object]) -> None:
+        """CHANGE(store, node ids by text), as an agent holding the store."""
+        store = self.sdk.open(str(self.root))
         try:
-            change(store)
+            nodes = {n.content: i for i, n in store.working_memory().items()}
+            change(store, nodes)
         finally:
             del store  # the lock goes with the handle
             gc.collect()
 
-    agent(lambda store: sdk.agents.remember(store, "plan", "on the Enterprise plan"))
+
+def test_an_agent_forgetting_what_memsync_just_wrote_reaches_every_side(tmp_path: Path) -> None:
+    """mnem lists a cycle as the tree diff from the last cursor, and memsync writes after it
+    lists: a node memsync wrote and an agent then forgot is in neither tree. The delete must
+    still travel (the state machine found it lost until the hourly full scan)."""
+    mnem = MnemWorld(tmp_path, {"mem0": "both"})
+    world, sdk = mnem.world, mnem.sdk
+    mnem.agent(lambda store, _: sdk.agents.remember(store, "plan", "on the Enterprise plan"))
     world.sync()  # a full listing; the cursor is mnem's head
     world.providers["mem0"].app_add("likes green tea")
     assert world.sync().replayed == {"create": 1}  # listed from the cursor, then written
-    agent(
-        lambda store: [
-            sdk.agents.forget(store, node_id)
-            for node_id, node in store.working_memory().items()
-            if node.content == "likes green tea"
-        ]
-    )
+    mnem.agent(lambda store, nodes: sdk.agents.forget(store, nodes["likes green tea"]))
     report = world.sync()
     assert report.exit_code == 0 and report.replayed == {"delete": 1}
     assert world.contents("mem0") == ["on the Enterprise plan"]
     assert world.sync().planned == []
 
 
-def test_the_model_is_not_vacuous() -> None:
-    """Each kind of collision the brief names is reachable by the rules above."""
-    machine = machine_for("keep-both")()
+def test_an_open_conflict_with_an_agent_edit_stays_open_until_resolved(tmp_path: Path) -> None:
+    """Policy "error": an agent's rewrite (which drops memsync's fields, written back at once)
+    and another side's edit stay two versions, cycle after cycle, until `resolve` (the state
+    machine found the write-back settling the conflict for the other side, silently)."""
+    mnem = MnemWorld(tmp_path, {"mem0": "both"}, conflict="error")
+    world, sdk = mnem.world, mnem.sdk
+    record_id = world.providers["mem0"].app_add("likes tea", topic="drinks")
+    world.sync()
+    mnem.agent(lambda store, nodes: sdk.agents.remember(store, nodes["likes tea"], "likes coffee"))
+    world.providers["mem0"].app_edit(record_id, "likes cocoa")
+    first = world.sync()
+    assert [c["state"] for c in first.conflicts] == ["open"] and first.exit_code == 1
+    again = world.sync()
+    assert [c["id"] for c in again.conflicts] == [first.conflicts[0]["id"]]
+    assert again.planned == [] and again.exit_code == 1  # nothing moves while it is open
+    agent = world.providers["agent"]
+    assert [r.content for r in listed(agent)] == ["likes coffee"]
+    assert world.contents("mem0") == ["likes cocoa"]
+    with StagingStore.open(world.db_path) as store:
+        choose_winner(store, first.conflicts[0]["id"], "agent")
+    assert world.sync().exit_code == 0
+    assert world.contents("mem0") == ["likes coffee"]
+    (kept,) = listed(agent)
+    assert (kept.content, kept.metadata) == ("likes coffee", {"topic": "drinks"})
+
+
+@pytest.mark.parametrize("policy", ["newest", "active", "keep-both", "error"])
+def test_each_collision_once_under_each_policy(policy: Policy) -> None:
+    """The collisions the machine draws, scripted once per policy, the outcome spelled out."""
+    machine = machine_for(policy)()
     try:
-        machine.add("notes", {"topic": "tea"})
+        machine.memories_everywhere(["notes", "mem0", "agent", "mem0"])  # memory N vN
+        machine.edit_differently_on_several_sides(["notes", "agent"], 0, {"topic": "work"})
+        machine.edit_differently_on_several_sides(["notes", "mem0"], 1, {})  # v7, then v8
+        machine.edit_here_delete_there(["agent", "notes", "mem0"], 2, {})  # v9
+        machine.edit_alike_on_several_sides(
+            {"notes", "mem0"}, 2
+        )  # memory 4 (3 is gone from notes): v10
+        machine.add_the_same_text_on_several_sides({"agent", "notes"})  # memory 5 v11
         machine.sync()
-        machine.edit("notes", 0, {})
-        machine.edit("mem0", 0, {"topic": "work"})
-        machine.sync()
-        assert len(machine.agreed) == 2  # both versions kept
-        machine.delete("agent", 0)
-        machine.edit("mem0", 0, {})
-        machine.sync()
-        assert len(machine.agreed) == 2  # modify beat delete
+        later = ["memory 3 v9", "memory 4 v10", "memory 5 v11"]
+        expected = {
+            "newest": ["memory 1 v5", "memory 2 v8", *later],  # mnem's edit has no instant
+            "active": ["memory 1 v6", "memory 2 v8", *later],  # the agent's edit wins
+            "keep-both": ["memory 1 v5", "memory 1 v6", "memory 2 v7", "memory 2 v8", *later],
+            "error": ["memory 1 v1", "memory 2 v8", *later],  # mem0 keeps its own, for now
+        }[policy]
+        assert sorted(v.text for v in machine.holdings("mem0").elements()) == expected
+        assert len(machine.open) == (2 if policy == "error" else 0)
     finally:
-        machine.teardown()
+        machine.teardown()  # resolves what is open; all converge; the next cycle is quiet

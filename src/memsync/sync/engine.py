@@ -1017,9 +1017,10 @@ class Engine:
             if row["provider_id"] and row["provider_id"] != record.id:
                 # The provider gave the memory a new id on update (Cognee): drop the old row.
                 deletes.append((provider, row["provider_id"], None))
-            links.append(
-                (link_id, provider, record.id, record.fingerprint, record.content_hash, now)
-            )
+            if not _restores_own_fields(row, provider):
+                links.append(
+                    (link_id, provider, record.id, record.fingerprint, record.content_hash, now)
+                )
             states.append(
                 (link_id, record.fingerprint, record.content_hash, record.updated_at or now, now)
             )
@@ -1052,6 +1053,18 @@ class Engine:
             )
             conn.executemany(INSERT_JOURNAL, journal)
         fault_point("replay:remembered")
+
+
+def _restores_own_fields(row: Any, provider: str) -> bool:
+    """A repair the mirror queued (a store's own record written back with the fields an agent
+    rewrite dropped): it reconciles nothing, so the provider's base stays where it was. Moving
+    it would hide the agent's edit from the planner while a conflict on it is still open."""
+    payload = json.loads(row["payload"] or "{}")
+    return bool(
+        row["kind"] == "update"
+        and payload.get("source") == provider
+        and payload.get("source_link") == row["link_id"]
+    )
 
 
 def _stopping(options: SyncOptions) -> bool:
