@@ -527,7 +527,7 @@ def _instant(when: str) -> datetime:
 
 
 SETTINGS = settings(
-    max_examples=int(os.environ.get("MEMSYNC_CONFLICT_EXAMPLES", "12")),
+    max_examples=int(os.environ.get("MEMSYNC_SM_CONFLICT_EXAMPLES", "10")),
     stateful_step_count=20,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
