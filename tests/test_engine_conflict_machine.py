@@ -620,6 +620,41 @@ def test_an_open_conflict_with_an_agent_edit_stays_open_until_resolved(tmp_path:
     assert (kept.content, kept.metadata) == ("likes coffee", {"topic": "drinks"})
 
 
+@pytest.mark.parametrize(
+    ("policy", "busy_edit_at", "mem0_holds", "mnem_holds"),
+    [
+        ("newest", "10:00", ["likes coffee"], ["likes coffee"]),  # the agreed edit is newer
+        ("newest", "12:00", ["likes cocoa"], ["likes cocoa"]),  # the returning edit is newer
+        ("active", "12:00", ["likes coffee"], ["likes coffee"]),  # mnem is the active backend
+        ("keep-both", "10:00", ["likes cocoa", "likes coffee"], ["likes cocoa", "likes coffee"]),
+        ("error", "12:00", ["likes cocoa"], ["likes coffee"]),  # open: nothing moves
+    ],
+)
+def test_an_edit_made_while_busy_is_a_conflict_with_what_was_agreed_meanwhile(
+    tmp_path: Path, policy: Policy, busy_edit_at: str, mem0_holds: list[str], mnem_holds: list[str]
+) -> None:
+    """mem0 is busy for a cycle in which mnem's edit is agreed, and was edited meanwhile: the
+    two edits are concurrent, and the policy settles them (before, mem0's edit silently
+    replaced the agreed one everywhere, whatever the policy: found while modelling busy
+    sides for the state machine)."""
+    world = World(tmp_path, {"mem0": "both", "mnem": "both"}, "mnem", conflict=policy)
+    record_id = world.providers["mem0"].app_add("likes tea")
+    world.sync()
+    (mnem_id,) = list(world.stores["mnem"].records)
+    world.providers["mnem"].app_edit(mnem_id, "likes coffee", when="2030-01-01T11:00:00Z")
+    world.providers["mem0"].app_edit(
+        record_id, "likes cocoa", when=f"2030-01-01T{busy_edit_at}:00Z"
+    )
+    world.providers["mem0"].faults.busy = True
+    assert world.sync().conflicts == []  # only mnem's edit is known yet
+    world.providers["mem0"].faults.busy = False
+    report = world.sync()
+    assert [c["providers"] for c in report.conflicts] == [["mem0", "mnem"]]
+    assert world.contents("mem0") == mem0_holds and world.contents("mnem") == mnem_holds
+    assert report.exit_code == (1 if policy == "error" else 0)
+    assert world.sync().planned == []
+
+
 @pytest.mark.parametrize("policy", ["newest", "active", "keep-both", "error"])
 def test_each_collision_once_under_each_policy(policy: Policy) -> None:
     """The collisions the machine draws, scripted once per policy, the outcome spelled out."""
