@@ -1059,12 +1059,10 @@ def _restores_own_fields(row: Any, provider: str) -> bool:
     """A repair the mirror queued (a store's own record written back with the fields an agent
     rewrite dropped): it reconciles nothing, so the provider's base stays where it was. Moving
     it would hide the agent's edit from the planner while a conflict on it is still open."""
+    if row["kind"] != "update":
+        return False
     payload = json.loads(row["payload"] or "{}")
-    return bool(
-        row["kind"] == "update"
-        and payload.get("source") == provider
-        and payload.get("source_link") == row["link_id"]
-    )
+    return bool(payload.get("source") == provider and payload.get("source_link") == row["link_id"])
 
 
 def _stopping(options: SyncOptions) -> bool:
