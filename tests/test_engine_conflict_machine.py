@@ -20,6 +20,13 @@ outcome from the policy alone:
 
 After every cycle each provider holds exactly the model's texts and metadata, each memory
 once; a quiet cycle at the end converges all sides and the cycle after it plans nothing.
+
+What it found, each now pinned by a plain test below: a node memsync wrote into mnem and an
+agent forgot before the next cycle was never seen deleted (until the hourly full scan); the
+write-back that restores an agent-rewritten node moved mnem's base, so an open conflict
+(policy ``error``) was silently settled for the other side; and, modelling busy sides, an
+edit made while a side was busy replaced the version agreed meanwhile under every policy.
+``MEMSYNC_SM_CONFLICT_EXAMPLES`` sets the examples per policy (10; 100 ran clean).
 """
 
 from __future__ import annotations
