@@ -24,8 +24,10 @@ once; a quiet cycle at the end converges all sides and the cycle after it plans 
 What it found, each now pinned by a plain test below: a node memsync wrote into mnem and an
 agent forgot before the next cycle was never seen deleted (until the hourly full scan); the
 write-back that restores an agent-rewritten node moved mnem's base, so an open conflict
-(policy ``error``) was silently settled for the other side; and, modelling busy sides, an
-edit made while a side was busy replaced the version agreed meanwhile under every policy.
+(policy ``error``) was silently settled for the other side. Working out a rule for busy sides
+showed a third: an edit made while a side was busy replaced the version agreed meanwhile,
+under every policy (the machine does not make sides busy yet; test_engine_state_machine does,
+without concurrent edits).
 ``MEMSYNC_SM_CONFLICT_EXAMPLES`` sets the examples per policy (10; 100 ran clean).
 """
 
@@ -642,8 +644,7 @@ def test_an_edit_made_while_busy_is_a_conflict_with_what_was_agreed_meanwhile(
 ) -> None:
     """mem0 is busy for a cycle in which mnem's edit is agreed, and was edited meanwhile: the
     two edits are concurrent, and the policy settles them (before, mem0's edit silently
-    replaced the agreed one everywhere, whatever the policy: found while modelling busy
-    sides for the state machine)."""
+    replaced the agreed one everywhere, whatever the policy)."""
     world = World(tmp_path, {"mem0": "both", "mnem": "both"}, "mnem", conflict=policy)
     record_id = world.providers["mem0"].app_add("likes tea")
     world.sync()
