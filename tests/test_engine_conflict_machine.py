@@ -663,6 +663,26 @@ def test_an_edit_made_while_busy_is_a_conflict_with_what_was_agreed_meanwhile(
     assert world.sync().planned == []
 
 
+def test_a_delete_made_while_busy_loses_to_the_edit_agreed_meanwhile(tmp_path: Path) -> None:
+    """Modify beats delete also across a busy cycle: mem0 deletes a memory while busy, mnem's
+    edit of it is agreed meanwhile; mem0 gets the edited memory back, nothing is deleted."""
+    world = World(tmp_path, {"mem0": "both", "mnem": "both"}, "mnem", max_delete="100%")
+    record_id = world.providers["mem0"].app_add("likes tea")
+    world.providers["mem0"].app_add("lives in Lisbon")
+    world.sync()
+    (mnem_id,) = [k for k, r in world.stores["mnem"].records.items() if r.content == "likes tea"]
+    world.providers["mnem"].app_edit(mnem_id, "likes coffee")
+    world.providers["mem0"].delete(record_id)
+    world.providers["mem0"].faults.busy = True
+    world.sync()
+    world.providers["mem0"].faults.busy = False
+    report = world.sync()
+    assert report.exit_code == 0 and report.conflicts == []
+    for name in ("mem0", "mnem"):
+        assert world.contents(name) == ["likes coffee", "lives in Lisbon"], name
+    assert world.sync().planned == []
+
+
 @pytest.mark.parametrize("policy", ["newest", "active", "keep-both", "error"])
 def test_each_collision_once_under_each_policy(policy: Policy) -> None:
     """The collisions the machine draws, scripted once per policy, the outcome spelled out."""

@@ -142,18 +142,19 @@ def changes_of(view: LinkView, topology: Topology) -> list[Change]:
 
 
 def _agreed_meanwhile(view: LinkView, topology: Topology, changes: list[Change]) -> list[Change]:
-    """The agreed version, as a change, when a side edited a version older than it.
+    """The agreed version, as a change, when a side edited or deleted a version older than it.
 
     A side that was busy (or whose write failed) while another side's edit was agreed, and
     that was edited meanwhile, made a concurrent edit: it is a conflict with the agreed
-    version, settled by the policy, not an edit that silently replaces it.
+    version, settled by the policy, not an edit that silently replaces it. Deleted
+    meanwhile, the agreed edit beats the delete (modify beats delete).
     """
     if view.agreed is None or view.agreed_deleted:
         return []
     lagging = [
         c
         for c in changes
-        if c.kind == "changed" and view.sides[c.provider].base not in (None, view.agreed)
+        if c.kind != "added" and view.sides[c.provider].base not in (None, view.agreed)
     ]
     if not lagging:
         return []
