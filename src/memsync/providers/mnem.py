@@ -742,7 +742,8 @@ class MnemProvider(Provider):
 
         The tree diff cursor..head cannot show them, yet the mirror may hold one: memsync
         writes after it lists, so a node it wrote and an agent then forgot is in neither
-        tree. Only walked when more than one commit follows the cursor (first parents).
+        tree. Only memsync's own commits after the cursor can have written such a node, so
+        only they are read, and only when another commit follows the cursor too.
         """
         commits = self._commits_since(cursor)
         if commits is None or len(commits) < 2:
@@ -750,6 +751,8 @@ class MnemProvider(Provider):
         listed = {change.id for change in changes}
         touched: set[str] = set()
         for commit in commits:
+            if commit.author != AUTHOR:
+                continue
             diff = self.store.diff(commit.parents[0], commit.id)
             touched.update(change.id for change in diff if change.kind != "removed")
         return [
