@@ -148,7 +148,40 @@ def changes_of(view: LinkView, topology: Topology) -> list[Change]:
                 changes.append(Change(provider, "changed", current))
         elif base is not None and side.complete:
             changes.append(Change(provider, "deleted", None))
-    return changes
+    return changes + _agreed_meanwhile(view, topology, changes)
+
+
+def _agreed_meanwhile(view: LinkView, topology: Topology, changes: list[Change]) -> list[Change]:
+    """The agreed version, as a change, when a side edited or deleted a version older than it.
+
+    A side that was busy (or whose write failed) while another side's edit was agreed, and
+    that was edited meanwhile, made a concurrent edit: it is a conflict with the agreed
+    version, settled by the policy, not an edit that silently replaces it. Deleted
+    meanwhile, the agreed edit beats the delete (modify beats delete).
+    """
+    if view.agreed is None or view.agreed_deleted:
+        return []
+    lagging = [
+        c
+        for c in changes
+        if c.kind != "added" and view.sides[c.provider].base not in (None, view.agreed)
+    ]
+    if not lagging:
+        return []
+    holders = [
+        provider
+        for provider, side in sorted(view.sides.items())
+        if provider not in topology.unavailable
+        and topology.is_source(provider)
+        and side.current is not None
+        and side.current.fingerprint == view.agreed
+    ]
+    if not holders:
+        return []
+    holder = topology.active if topology.active in holders else holders[0]
+    current = view.sides[holder].current
+    assert current is not None
+    return [Change(holder, "changed", Version(current.provider_id, view.agreed, view.agreed_at))]
 
 
 def _stale_copy(view: LinkView, current: Version) -> bool:

@@ -282,9 +282,12 @@ class Replay:
             if row.provider_id and row.provider_id != record.id:
                 # The provider gave the memory a new id on update (Cognee): drop the old row.
                 removed.append((provider, row.provider_id))
-            bases.append(
-                NewBase(link_id, provider, record.id, record.fingerprint, record.content_hash, now)
-            )
+            if not _restores_own_fields(row, provider):
+                bases.append(
+                    NewBase(
+                        link_id, provider, record.id, record.fingerprint, record.content_hash, now
+                    )
+                )
             agreements.append(
                 FirstAgreement(
                     link_id, record.fingerprint, record.content_hash, record.updated_at or now, now
@@ -300,6 +303,15 @@ class Replay:
             self.store.links.drop_bases(unlinked)
             self.store.journal.append(journal)
         fault_point("replay:remembered")
+
+
+def _restores_own_fields(row: OutboxRow, provider: str) -> bool:
+    """A repair the mirror queued (a store's own record written back with the fields an agent
+    rewrite dropped): it reconciles nothing, so the provider's base stays where it was. Moving
+    it would hide the agent's edit from the planner while a conflict on it is still open."""
+    return (
+        row.kind == WriteKind.UPDATE and row.source == provider and row.source_link == row.link_id
+    )
 
 
 def _stopping(options: SyncOptions) -> bool:

@@ -9,9 +9,11 @@ Either way it is paged here, ``PAGE_SIZE`` records a page, and complete once eve
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from memsync.providers.base import Listing, Page
+from memsync.providers.mnem.handle import AUTHOR
 from memsync.records import Record, Skipped
 
 PAGE_SIZE = 500
@@ -51,3 +53,49 @@ def paged(items: list[Record | Skipped]) -> Iterator[Page]:
             page = Page([])
     if page.records or page.skipped:
         yield page
+
+
+@dataclass(frozen=True)
+class Vanished:
+    """A removal the tree diff cannot show (see ``added_then_removed``)."""
+
+    id: str
+    kind: str = "removed"
+
+
+def added_then_removed(store: Any, cursor: str, changes: list[Any]) -> list[Vanished]:
+    """Nodes a commit after the cursor added and a later one removed, as removals.
+
+    The tree diff cursor..head cannot show them, yet the mirror may hold one: memsync
+    writes after it lists, so a node it wrote and an agent then forgot is in neither
+    tree. Only memsync's own commits after the cursor can have written such a node, so
+    only they are read, and only when another commit follows the cursor too.
+    """
+    commits = _commits_since(store, cursor)
+    if commits is None or len(commits) < 2:
+        return []
+    listed = {change.id for change in changes}
+    touched: set[str] = set()
+    for commit in commits:
+        if commit.author != AUTHOR:
+            continue
+        diff = store.diff(commit.parents[0], commit.id)
+        touched.update(change.id for change in diff if change.kind != "removed")
+    return [
+        Vanished(node_id)
+        for node_id in sorted(touched - listed)
+        if store.working_node(node_id) is None
+    ]
+
+
+def _commits_since(store: Any, cursor: str) -> list[Any] | None:
+    """The first-parent commits after CURSOR, newest first (None: not on that line)."""
+    limit = 16
+    while True:
+        commits: list[Any] = store.log(first_parent=True, limit=limit)
+        for index, commit in enumerate(commits):
+            if commit.id == cursor:
+                return commits[:index]
+        if len(commits) < limit:
+            return None
+        limit *= 16

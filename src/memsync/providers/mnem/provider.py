@@ -25,7 +25,7 @@ from memsync.providers.mnem.convert import (
 )
 from memsync.providers.mnem.expiry import forget_expired, hidden_records, sweep_expired_daily
 from memsync.providers.mnem.handle import StagedChangesPresent, StoreHandle, load_sdk
-from memsync.providers.mnem.listing import MnemListing, paged
+from memsync.providers.mnem.listing import MnemListing, added_then_removed, paged
 from memsync.records import Outgoing, Record, Skipped
 
 log = logging.getLogger("memsync.mnem")
@@ -85,7 +85,7 @@ class MnemProvider(StoreHandle):
                 self.path,
             )
             return None
-        return changes
+        return changes + added_then_removed(self.store, cursor, changes)
 
     def _delta(self, listing: Listing, changes: list[Any]) -> Iterator[Page]:
         scope = self.scope_key()
