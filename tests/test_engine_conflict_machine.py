@@ -54,7 +54,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from memsync.pmm import Header, write_pmm_file
 from memsync.providers.base import Provider
 from memsync.providers.memory import MemoryProvider, MemoryStore
-from memsync.providers.mnem import MnemProvider
+from memsync.providers.mnem.provider import MnemProvider
 from memsync.providers.pmm_dir import PmmDirProvider, scope_file_name
 from memsync.records import Record
 from memsync.staging import StagingStore
