@@ -21,7 +21,6 @@ of one text is in Python at a time, where ``pair_copies``, a pure function, pair
 from __future__ import annotations
 
 import itertools
-import sqlite3
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from memsync.providers.base import Provider
 from memsync.records import utc_now_iso
 from memsync.sameness import star_scope
 from memsync.staging.adoption import AdoptionSearch, OpenMemoryRow, SharedCopy
+from memsync.staging.store import StagingStore
 
 FLUSH = 20_000  # relinks written per executemany, in primary-key order
 
@@ -144,7 +144,7 @@ class AdoptionResult:
 
 
 def adopt(
-    conn: sqlite3.Connection,
+    store: StagingStore,
     providers: Mapping[str, Provider],
     active: str,
     run_id: int,
@@ -158,7 +158,7 @@ def adopt(
     """
     preference = [active, *(name for name in providers if name != active)]
     star = star_scope(providers[name].scope_key() for name in preference)
-    search = AdoptionSearch(conn)
+    search = store.adoption
     search.find_candidates(
         [(name, star if providers[name].scope_key() else None) for name in preference]
     )

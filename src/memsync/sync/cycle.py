@@ -245,7 +245,7 @@ class Engine:
         """Link what providers already held in common (``sync/adopt.py``), unless turned off."""
         if not self.settings.adopt:
             return
-        result = adopt(self.store.conn, self.providers, self.topology.active, run_id)
+        result = adopt(self.store, self.providers, self.topology.active, run_id)
         for name, count in result.by_provider.items():
             if name in report.providers:
                 report.providers[name].adopted += count
