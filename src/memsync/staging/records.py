@@ -259,7 +259,7 @@ class Records:
         return repeated
 
     def mark_seen(self, ids: Iterable[str]) -> None:
-        self.conn.executemany("INSERT INTO temp.seen VALUES (?)", ((i,) for i in ids))
+        self.conn.executemany("INSERT INTO temp.seen VALUES (?)", [(i,) for i in ids])
 
     def unseen(self, provider: str) -> list[StagedRef]:
         """Staged records of PROVIDER this listing did not return."""
