@@ -31,7 +31,6 @@ from memsync.staging.records import Records
 from memsync.staging.rows import RECORD_COLUMNS, dumps, record_row, row_record
 from memsync.staging.runs import Runs
 from memsync.staging.schema import LATEST, MIGRATIONS
-from memsync.staging.scopes import ScopesSeen
 from memsync.staging.status_counts import StatusCounts
 from memsync.staging.verify_results import VerifyResults
 
@@ -61,7 +60,6 @@ class StagingStore:
         self.providers = ProviderRegistry(conn)
         self.conflicts = Conflicts(conn)
         self.runs = Runs(conn)
-        self.scopes = ScopesSeen(conn)
         self.adoption = AdoptionSearch(conn)
         self.status_counts = StatusCounts(conn)
         self.verify_results = VerifyResults(conn)

@@ -215,7 +215,7 @@ class Mirror:
             if repairs:
                 # Written back into its own store, so it holds memsync's fields again (a plain
                 # update from the staged record, replayed in this run).
-                self.records.queue_write_backs(self.run_id, name, repairs, utc_now_iso())
+                self.store.outbox.queue_write_backs(self.run_id, name, repairs, utc_now_iso())
             if skipped:
                 self.records.record_skipped(
                     (self.run_id, name, s.id, s.reason, utc_now_iso()) for s in skipped

@@ -146,7 +146,7 @@ def known_scopes(store: StagingStore, config: Config) -> set[Scope]:
     """Scopes earlier cycles synced for the configured providers (from staging)."""
     keys = scoped_config_keys(config.providers)
     scopes: set[Scope] = set()
-    for name in store.scopes.scoped_provider_names():
+    for name in store.providers.scoped_names():
         split = split_scoped_name(name)
         if split is not None and split[0] in config.providers and split[1].keys == keys:
             scopes.add(split[1])
