@@ -219,7 +219,8 @@ def test_a_write_between_pages_makes_the_listing_partial(double: CogneeDouble) -
 
 
 def test_a_delete_between_pages_makes_the_listing_partial(double: CogneeDouble) -> None:
-    provider = provider_on(double, page_size=10)
+    # Pages one after another, so the delete surely lands between page two and page three.
+    provider = provider_on(double, page_size=10, concurrency=1)
     ids = [provider.create(item(f"memory {i}", origin=f"test:{i}")).id for i in range(25)]
 
     def delete_once(dataset: str, offset: int) -> None:
@@ -231,6 +232,23 @@ def test_a_delete_between_pages_makes_the_listing_partial(double: CogneeDouble) 
     records, listing = list_all(provider)
     assert not listing.complete
     assert len(records) < 25  # the shift hid one: exactly why no delete may be inferred
+
+
+def test_a_delete_while_pages_are_fetched_ahead_makes_the_listing_partial(
+    double: CogneeDouble,
+) -> None:
+    # Pages fetched ahead reach the server in any order: whichever pages the delete shifted,
+    # the listing may not be trusted for deletes.
+    provider = provider_on(double, page_size=10, concurrency=8)
+    ids = [provider.create(item(f"memory {i}", origin=f"test:{i}")).id for i in range(25)]
+
+    def delete_once(dataset: str, offset: int) -> None:
+        double.on_data_page = None
+        del double.dataset("alice").data[ids[0]]
+
+    double.on_data_page = delete_once
+    _, listing = list_all(provider)
+    assert not listing.complete
 
 
 def test_a_count_that_disagrees_with_the_items_makes_the_listing_partial(
