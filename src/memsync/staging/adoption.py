@@ -41,11 +41,13 @@ SCOPES = "INSERT INTO temp.adopt_scopes (provider, scope) VALUES (?, ?)"
 # provider, no agreed version, no other record. Records with origin markers are found here
 # only when the memory they came from is gone from staging everywhere (a rebuilt database).
 # The scope is the star's for single-scope providers (adopt_scopes.scope), else the record's.
+# The providers drive (CROSS JOIN keeps that order): only their records are read, by primary
+# key, so a cycle over one scope of many does not scan every scope's records.
 CANDIDATES = """
 INSERT INTO temp.adopt_candidates (provider, provider_id, link_id, scope, content_hash, created_at)
 SELECT r.provider, r.provider_id, r.link_id, COALESCE(s.scope, r.scope_key), r.content_hash,
        COALESCE(r.created_at, '')
-FROM records r JOIN temp.adopt_scopes s ON s.provider = r.provider
+FROM temp.adopt_scopes s CROSS JOIN records r ON r.provider = s.provider
 WHERE NOT EXISTS (SELECT 1 FROM links b WHERE b.link_id = r.link_id)
   AND NOT EXISTS (SELECT 1 FROM link_state st WHERE st.link_id = r.link_id)
   AND NOT EXISTS (
@@ -72,7 +74,8 @@ ORDER BY c.content_hash, c.scope
 # was reconciled with: the copy joins such a memory first. This covers a provider that was
 # away when the memory was agreed, and a rebuilt database, where records memsync wrote carry
 # their origin and so are linked already, while the copies they were adopted with are not.
-# One pass over ``records`` probing the candidates by hash (CROSS JOIN keeps that order).
+# One pass over the records of the providers in play (``adopt_scopes``, by primary key),
+# probing the candidates by hash (CROSS JOIN keeps that order).
 OPEN_MEMORIES_SETUP = (
     "CREATE TEMP TABLE IF NOT EXISTS open_memories ("
     "link_id TEXT PRIMARY KEY, scope TEXT NOT NULL, content_hash TEXT NOT NULL, "
@@ -89,10 +92,10 @@ SELECT h.link_id, c.scope, c.content_hash,
         SELECT provider FROM records INDEXED BY records_by_link WHERE link_id = h.link_id
         UNION SELECT provider FROM links WHERE link_id = h.link_id)),
     h.provider, h.provider_id
-FROM records h
-CROSS JOIN temp.adopt_scopes hs
+FROM temp.adopt_scopes hs
+CROSS JOIN records h
 CROSS JOIN temp.adopt_candidates c
-WHERE hs.provider = h.provider
+WHERE h.provider = hs.provider
   AND NOT EXISTS (SELECT 1 FROM temp.adopt_candidates x WHERE x.link_id = h.link_id)
   AND c.content_hash = h.content_hash AND c.scope = COALESCE(hs.scope, h.scope_key)
   AND c.provider != h.provider
