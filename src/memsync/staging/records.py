@@ -182,10 +182,6 @@ class Records:
         cursor.row_factory = None
         return dict(cursor.execute(_VERSIONS, (provider, json.dumps(list(provider_ids)))))
 
-    def remove(self, keys: Sequence[tuple[str, str]]) -> None:
-        """Drop mirrored records a write deleted or replaced, by (provider, provider id)."""
-        self.conn.executemany("DELETE FROM records WHERE provider = ? AND provider_id = ?", keys)
-
     # writing ------------------------------------------------------------------------------
 
     def upsert(self, rows: Iterable[Sequence[Any]]) -> None:
@@ -200,11 +196,10 @@ class Records:
             refreshes,
         )
 
-    def delete(self, provider: str, ids: Iterable[str]) -> None:
-        self.conn.executemany(
-            "DELETE FROM records WHERE provider = ? AND provider_id = ?",
-            ((provider, provider_id) for provider_id in ids),
-        )
+    def remove(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Drop mirrored records by (provider, provider id): gone from a listing, or deleted
+        or replaced by a write."""
+        self.conn.executemany("DELETE FROM records WHERE provider = ? AND provider_id = ?", keys)
 
     def forget_provider(self, provider: str) -> None:
         """Drop the provider's mirror, bases and cursor (its store moved: start afresh)."""

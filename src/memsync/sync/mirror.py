@@ -39,7 +39,6 @@ __all__ = [
     "Mirror",
     "MirrorResult",
     "check_identity",
-    "journal_row",
     "load_cursor",
     "save_cycle_summary",
 ]
@@ -300,7 +299,7 @@ class Mirror:
             journal_row(self.run_id, name, row.link_id, "removed", None, row.provider_id)
             for row in gone
         )
-        self.records.delete(name, (row.provider_id for row in gone))
+        self.records.remove((name, row.provider_id) for row in gone)
         self.result.removed += len(gone)
 
     def _commit_cursor(self, listing: Listing) -> None:
