@@ -1,6 +1,6 @@
 """Scopes at scale: 1,000 scopes of 100 memories against one scope of 100,000.
 
-Time: both runs go through the same scope layer (``sync.scoped.run_scoped_cycle``), from an
+Time: both runs go through the same scope layer (``scopes.cycle.run_scoped_cycle``), from an
 in-process source that discovers its scopes and generates memories on the fly into an
 in-process receiver per scope (as ``bench_scale`` does: the providers' own costs are not
 what is measured). Only how the memories are cut into scopes differs, so the ratio is
@@ -45,14 +45,14 @@ def open_fds() -> int:
 def child(scopes: int, per_scope: int, target: str) -> None:
     from bench.synthetic import SyntheticProvider
     from memsync.config import parse_config
-    from memsync.providers.discovery import Discovery
     from memsync.providers.memory import MemoryProvider, MemoryStore
     from memsync.providers.mnem.provider import build as build_mnem
     from memsync.records import Record
     from memsync.scopes import Scope
+    from memsync.scopes.cycle import run_scoped_cycle
+    from memsync.scopes.discovery import Discovery
     from memsync.staging import StagingStore
     from memsync.sync.report import SyncOptions
-    from memsync.sync.scoped import run_scoped_cycle
 
     class ScopedSource(SyntheticProvider):
         """Memories of user0000..userNNNN, ids unique across scopes (as Mem0's uuids are)."""

@@ -13,8 +13,8 @@ from typing import Literal
 from memsync.config import Config
 from memsync.errors import MemsyncError, ProviderUnavailable
 from memsync.providers import build_provider
-from memsync.scope_views import check_scoped
 from memsync.scopes import is_template
+from memsync.scopes.views import check_scoped
 
 
 @dataclass(frozen=True, slots=True)

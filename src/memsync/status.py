@@ -404,7 +404,7 @@ def _counts(cycle: dict[str, Any]) -> str:
 def status_report(paths: Paths, scope: Scope | None = None) -> dict[str, Any]:
     """``collect_status`` as `memsync status` shows it: a wildcard provider's scopes folded
     into it, or with SCOPE, that one scope's providers alone."""
-    from memsync.scope_views import fold_scopes, only_scope
+    from memsync.scopes.views import fold_scopes, only_scope
 
     report = collect_status(paths)
     if scope is not None:

@@ -37,7 +37,7 @@ class App:
         return self._config
 
     def provider(self, name: str) -> Provider:
-        from memsync.scope_views import refuse_unscoped
+        from memsync.scopes.views import refuse_unscoped
 
         context = click.get_current_context(silent=True)
         command = (context.info_name if context else None) or "this command"

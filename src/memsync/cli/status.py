@@ -8,8 +8,8 @@ import click
 
 from memsync.cli.common import App, parse_scope, pass_app
 from memsync.output import print_json, print_table
-from memsync.scope_views import log_in_scope
 from memsync.scopes import Scope
+from memsync.scopes.views import log_in_scope
 from memsync.sync.journal import memory_history
 from memsync.sync.verify import verify_in_scope
 

@@ -7,11 +7,11 @@ import click
 
 from memsync.cli.common import App, pass_app
 from memsync.output import print_json, progress_bar
+from memsync.scopes.report import ScopedCycleReport
 from memsync.sync.conflicts import choose_winner, list_conflicts
 from memsync.sync.repair import rebuild_staging
 from memsync.sync.report import CycleReport, SyncOptions
 from memsync.sync.runner import run_sync
-from memsync.sync.scope_report import ScopedCycleReport
 from memsync.sync.switch import SwitchRefused, switch_active
 
 

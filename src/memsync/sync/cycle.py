@@ -81,7 +81,7 @@ class Engine:
         scoped: bool = False,
     ) -> None:
         """``scoped``: these providers are one scope among others in the same staging store
-        (``sync.scoped``); the cycle then looks only at memories they hold or held."""
+        (``scopes.cycle``); the cycle then looks only at memories they hold or held."""
         self.topology = topology
         self.providers = dict(providers)
         self.store = store

@@ -14,10 +14,10 @@ from memsync.lock import cycle_lock
 from memsync.paths import Paths
 from memsync.providers import Provider, build_provider
 from memsync.scopes import scoped_config_keys
+from memsync.scopes.cycle import run_scoped_cycle
 from memsync.staging import StagingStore
 from memsync.sync.from_config import build_engine
 from memsync.sync.report import CycleReport, ProviderOutcome, ProviderState, SyncOptions
-from memsync.sync.scoped import run_scoped_cycle
 
 log = logging.getLogger(__name__)
 

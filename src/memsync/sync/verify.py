@@ -246,7 +246,7 @@ def verify_in_scope(
 ) -> VerifyReport:
     """``verify_and_record`` of providers A and B, each bound to SCOPE when the config has
     wildcard scopes (the report names them as staging does, ``mem0[user_id=alice]``)."""
-    from memsync.scope_views import provider_in_scope
+    from memsync.scopes.views import provider_in_scope
 
     first = provider_in_scope(config, a, scope)
     second = provider_in_scope(config, b, scope)

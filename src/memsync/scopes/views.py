@@ -13,7 +13,7 @@ from typing import Any
 from memsync.config import Config, MnemConfig
 from memsync.errors import MemsyncError
 from memsync.providers import Provider, build_provider
-from memsync.scopes import Scope, scoped_config_keys, scoped_name, split_scoped_name
+from memsync.scopes.model import Scope, scoped_config_keys, scoped_name, split_scoped_name
 from memsync.staging import StagingStore
 from memsync.sync.journal import log_entries
 
@@ -121,7 +121,7 @@ def provider_in_scope(config: Config, name: str, scope: Scope | None) -> Provide
         raise MemsyncError(
             f"--scope {scope.label}: the config's scopes are keyed by {', '.join(keys)}"
         )
-    from memsync.sync.scope_binding import ScopeBinder
+    from memsync.scopes.binding import ScopeBinder
 
     base = build_provider(name, config)
     return ScopeBinder(config, {name: base}).bind(name, base, scope)
@@ -129,8 +129,8 @@ def provider_in_scope(config: Config, name: str, scope: Scope | None) -> Provide
 
 def check_scoped(config: Config, name: str, provider: Provider) -> str | None:
     """What ``memsync check`` says of a provider synced per scope (None: an ordinary one)."""
-    from memsync.providers.discovery import discover_scopes
-    from memsync.scopes import fixed_keys, is_template, template_root, wildcard_keys
+    from memsync.scopes.discovery import discover_scopes
+    from memsync.scopes.model import fixed_keys, is_template, template_root, wildcard_keys
 
     entry = config.providers[name]
     keys = scoped_config_keys(config.providers)
@@ -148,7 +148,7 @@ def check_scoped(config: Config, name: str, provider: Provider) -> str | None:
 
 def refuse_unscoped(config: Config, name: str, command: str) -> None:
     """A command that works on one scope cannot take a wildcard provider or a store template."""
-    from memsync.scopes import is_template, wildcard_keys
+    from memsync.scopes.model import is_template, wildcard_keys
 
     entry = config.provider(name)
     if wildcard_keys(entry) or is_template(entry):

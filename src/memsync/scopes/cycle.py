@@ -2,7 +2,7 @@
 
 A layer above the engine, which stays unaware of scopes. Each cycle:
 
-1. **discover** the scopes of every source that can (``providers.discovery``), and add the
+1. **discover** the scopes of every source that can (``scopes.discovery``), and add the
    scopes staging knows from earlier cycles;
 2. for each scope, **bind** every provider to it — ``mem0`` becomes ``mem0[user_id=alice]``,
    a mnem path template becomes that scope's store, a pmm-dir its scope's file — and run the
@@ -28,9 +28,10 @@ from typing import Any
 from memsync.config import Config
 from memsync.errors import MemsyncError, ProviderBusy
 from memsync.providers.base import Provider
-from memsync.providers.discovery import Discovery, discover_scopes
 from memsync.records import utc_now_iso
-from memsync.scopes import (
+from memsync.scopes.binding import ScopeBinder
+from memsync.scopes.discovery import Discovery, discover_scopes
+from memsync.scopes.model import (
     MEM0_TYPES,
     HostileScope,
     Scope,
@@ -39,6 +40,7 @@ from memsync.scopes import (
     scoped_name,
     split_scoped_name,
 )
+from memsync.scopes.report import ScopedCycleReport, ScopeOutcome
 from memsync.staging import StagingStore
 from memsync.sync.cycle import end_shared_run, finish_run, start_shared_run
 from memsync.sync.from_config import build_engine, topology_of
@@ -49,8 +51,6 @@ from memsync.sync.report import (
     ProviderState,
     SyncOptions,
 )
-from memsync.sync.scope_binding import ScopeBinder
-from memsync.sync.scope_report import ScopedCycleReport, ScopeOutcome
 
 log = logging.getLogger(__name__)
 

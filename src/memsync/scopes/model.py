@@ -1,4 +1,4 @@
-"""Scopes: wildcard Mem0 scopes, the concrete scopes they expand to, and mnem path templates.
+"""The scope model: wildcard Mem0 scopes, the concrete scopes they expand to, mnem templates.
 
 ``scope = { user_id = "*" }`` names every user a Mem0 store holds. Each one found is a
 concrete ``Scope`` (the wildcard keys' values), synced on its own under provider names such

@@ -17,7 +17,7 @@ from memsync.config import Config
 from memsync.errors import MemsyncError
 from memsync.providers.base import Listing, Provider, WriteOp, WriteResult
 from memsync.records import Outgoing, Record
-from memsync.scopes import (
+from memsync.scopes.model import (
     MEM0_TYPES,
     Scope,
     fill_template,

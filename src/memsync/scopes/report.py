@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from memsync.scopes import Scope
+from memsync.scopes.model import Scope
 from memsync.sync.report import CycleReport, ProviderState
 
 

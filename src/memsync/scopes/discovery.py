@@ -23,7 +23,7 @@ import httpx
 from memsync.errors import AuthError, ProviderError, TransientProviderError
 from memsync.providers.base import Provider
 from memsync.providers.mem0.paging import fetch_all, start_for
-from memsync.scopes import Scope
+from memsync.scopes.model import Scope
 
 # The Platform's entity types, as the scope key each one fills.
 ENTITY_KEYS = {"user": "user_id", "agent": "agent_id", "run": "run_id"}
