@@ -30,6 +30,7 @@ import os
 import tempfile
 import threading
 import warnings
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
@@ -51,6 +52,8 @@ from memsync.providers.mem0.hash_embedder import HashEmbedder
 DIMS = 64
 MAX_TOP_K = 1000  # server/main.py: ALL_MEMORIES_LIMIT
 DEFAULT_TOP_K = 100  # what Memory.get_all returns when no top_k reaches it
+ENTITY_SCAN_LIMIT = 10_000  # server/routers/entities.py: SCAN_LIMIT
+ENTITY_TYPES = {"user": "user_id", "agent": "agent_id", "run": "run_id"}
 
 
 def offline_memory() -> Memory:
@@ -83,6 +86,23 @@ def offline_memory() -> Memory:
         memory = Memory.from_config(config)
     memory.embedding_model = HashEmbedder(DIMS)
     return memory
+
+
+def _timestamp(value: Any) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _isoformat(value: datetime | None) -> str | None:
+    """How FastAPI serialises a datetime field (pydantic's JSON mode)."""
+    if value is None:
+        return None
+    text = value.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 class Message(BaseModel):
@@ -145,6 +165,7 @@ class Mem0ServerDouble:
             Route("/memories/{memory_id}", self.update_memory, methods=["PUT"]),
             Route("/memories/{memory_id}", self.delete_memory, methods=["DELETE"]),
             Route("/memories/{memory_id}/history", self.memory_history, methods=["GET"]),
+            Route("/entities", self.list_entities, methods=["GET"]),
         ]
         self.app: ASGIApp = self.faults.wrap(Starlette(routes=routes))
 
@@ -351,6 +372,49 @@ class Mem0ServerDouble:
             return denied
         rows = self.memory.history(memory_id=request.path_params["memory_id"])
         return JSONResponse(json.loads(json.dumps(rows, default=str)))
+
+    async def list_entities(self, request: Request) -> Response:
+        """``GET /entities`` as ``server/routers/entities.py`` computes it (upstream 8d5b786).
+
+        Any valid key; one live pass over at most ``ENTITY_SCAN_LIMIT`` payloads, expired ones
+        included; per entity the count, the oldest ``created_at`` and the newest
+        ``updated_at`` (or ``created_at``) of the memories it holds now, sorted by type, id.
+        """
+        if denied := self._unauthorized(request):
+            return denied
+        with self.lock:
+            answer = self.memory.vector_store.list(top_k=ENTITY_SCAN_LIMIT)
+        rows = answer[0] if answer and isinstance(answer[0], list) else answer or []
+        buckets: dict[tuple[str, str], dict[str, Any]] = {}
+        for row in rows:
+            payload = getattr(row, "payload", None) or {}
+            created = _timestamp(payload.get("created_at"))
+            updated = _timestamp(payload.get("updated_at")) or created
+            for kind, key in ENTITY_TYPES.items():
+                value = payload.get(key)
+                if not value:
+                    continue
+                bucket = buckets.setdefault(
+                    (kind, str(value)),
+                    {"total_memories": 0, "created_at": None, "updated_at": None},
+                )
+                bucket["total_memories"] += 1
+                if created and (bucket["created_at"] is None or created < bucket["created_at"]):
+                    bucket["created_at"] = created
+                if updated and (bucket["updated_at"] is None or updated > bucket["updated_at"]):
+                    bucket["updated_at"] = updated
+        return JSONResponse(
+            [
+                {
+                    "id": entity_id,
+                    "type": kind,
+                    "total_memories": data["total_memories"],
+                    "created_at": _isoformat(data["created_at"]),
+                    "updated_at": _isoformat(data["updated_at"]),
+                }
+                for (kind, entity_id), data in sorted(buckets.items())
+            ]
+        )
 
     # backdoor -------------------------------------------------------------------------------
 
