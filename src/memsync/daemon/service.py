@@ -10,8 +10,10 @@ One foreground process that systemd (or any supervisor) runs:
   running config keeps going.
 - SIGTERM and SIGINT set the engine's stop event, so the action in flight finishes and the
   rest waits for the next start; the process exits 0 within ``STOP_GRACE`` seconds.
-- Signals are blocked in every thread and taken by the main thread with ``sigtimedwait``,
-  so no handler ever runs in the middle of a lock it would need.
+- Signals only ever reach the main loop (``signal_inbox``): blocked in every thread memsync
+  starts, and recorded through a wakeup socket when the kernel hands one to a thread a
+  library started before (numpy's OpenBLAS pool), so no handler runs in the middle of a lock
+  it would need and no signal takes its default action (SIGTERM and SIGHUP would kill).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from memsync.daemon.notify import Notifier
 from memsync.errors import ConfigError, LockHeld, MemsyncError
 from memsync.lock import daemon_lock, is_locked
 from memsync.paths import Paths
+from memsync.signal_inbox import SignalInbox, blocked_in_new_threads
 from memsync.staging.store import checkpoint
 from memsync.sync.report import CycleReport, SyncOptions
 from memsync.sync.runner import run_sync
@@ -104,13 +107,11 @@ class Daemon:
     # lifecycle -----------------------------------------------------------------------------
 
     def run(self) -> StopResult:
-        previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED)
-        try:
-            self._start()
-            reason = self._loop()
+        with SignalInbox(HANDLED) as inbox:
+            with blocked_in_new_threads(HANDLED):
+                self._start()
+            reason = self._loop(inbox)
             return self._shutdown(reason)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
 
     def _start(self) -> None:
         config = self.config
@@ -165,17 +166,17 @@ class Daemon:
             return now + timedelta(seconds=self.config.backup.interval)
         return max(now, last + timedelta(seconds=self.config.backup.interval))
 
-    def _loop(self) -> str:
+    def _loop(self, inbox: SignalInbox) -> str:
         next_ping = time.monotonic()
         while True:
             interval = self.notifier.watchdog_interval
             timeout = min(TICK, interval) if interval else TICK
-            received = signal.sigtimedwait(HANDLED, timeout)
-            if received is not None:
-                if received.si_signo == signal.SIGHUP:
-                    self._reload("SIGHUP", always_notify=True)
-                else:
-                    return signal.Signals(received.si_signo).name
+            received = inbox.wait(timeout)
+            stops = [sig for sig in received if sig != signal.SIGHUP]
+            if stops:  # a stop wins over reloads that came with it
+                return stops[0].name
+            if received:  # several SIGHUPs at once are one reload
+                self._reload("SIGHUP", always_notify=True)
             if self._reload_pending.is_set():
                 self._reload_pending.clear()
                 self._reload("config file changed", always_notify=False)
@@ -188,10 +189,13 @@ class Daemon:
         self.stop.set()
         self.notifier.stopping("stopping")
         self.scheduler.shutdown(wait=False)
+        deadline = time.monotonic() + STOP_GRACE
         if self.ui is not None:
-            self.ui.stop()
+            self.ui.stop(grace=0)  # its open connections close; its requests share the grace
         with self._jobs:
             idle = self._jobs.wait_for(lambda: self._running_jobs == 0, timeout=STOP_GRACE)
+        if self.ui is not None and not self.ui.wait_answered(deadline - time.monotonic()):
+            idle = False
         if not idle:
             log.warning(
                 "a job was still running after %.0fs; exiting without it "
