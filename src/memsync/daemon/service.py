@@ -4,7 +4,8 @@ One foreground process that systemd (or any supervisor) runs:
 
 - APScheduler runs a sync job every ``[sync] interval`` and a backup job every ``[backup]
   interval``, coalesced, one instance at a time, and late runs still run (a laptop that slept
-  syncs when it wakes). The first sync runs at start.
+  syncs when it wakes). The first sync runs at start. A job that outlasts its interval is one
+  info line when it ends (``folded_runs``), not a warning per run folded into the next.
 - The config's directory is watched (editors replace files on save) and SIGHUP asks the
   same: the new file is parsed and validated first, and a broken one is logged while the
   running config keeps going.
@@ -33,6 +34,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from memsync.config import Config, load_config
 from memsync.daemon.backups import last_backup_time, take_backups
+from memsync.daemon.folded_runs import FoldedRuns
 from memsync.daemon.logging import Redactor, secrets_in
 from memsync.daemon.notify import Notifier
 from memsync.errors import ConfigError, LockHeld, MemsyncError
@@ -99,10 +101,13 @@ class Daemon:
         self._running_jobs = 0
         self._backup_after_first_sync = False
         self.ui: UiServer | None = None
+        self.folded_runs = FoldedRuns()  # a job longer than its interval: one info line
         self.scheduler = BackgroundScheduler(
             timezone=UTC,
+            logger=self.folded_runs.logger,
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
         )
+        self.folded_runs.attach(self.scheduler)
 
     # lifecycle -----------------------------------------------------------------------------
 
