@@ -153,6 +153,11 @@ class StagingStore:
         row = self.conn.execute("PRAGMA quick_check").fetchone()
         return str(row[0])
 
+    def data_version(self) -> int:
+        """A number that changes when another connection commits: a poll that costs nothing."""
+        row = self.conn.execute("PRAGMA data_version").fetchone()
+        return int(row[0])
+
     # transactions -------------------------------------------------------------------------
 
     @contextlib.contextmanager
