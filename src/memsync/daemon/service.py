@@ -45,6 +45,7 @@ from memsync.staging.store import checkpoint
 from memsync.sync.report import CycleReport, SyncOptions
 from memsync.sync.runner import run_sync
 from memsync.ui.address import parse_listen
+from memsync.ui.metrics import Metrics
 from memsync.ui.server import UiServer
 
 log = logging.getLogger("memsync.daemon")
@@ -101,6 +102,7 @@ class Daemon:
         self._running_jobs = 0
         self._backup_after_first_sync = False
         self.ui: UiServer | None = None
+        self.metrics = Metrics(paths)  # /metrics on the status page's server
         self.folded_runs = FoldedRuns()  # a job longer than its interval: one info line
         self.scheduler = BackgroundScheduler(
             timezone=UTC,
@@ -154,7 +156,9 @@ class Daemon:
             return
         host, port = parse_listen(settings.listen)
         try:
-            self.ui = UiServer(self.paths, host, port, allow_remote=settings.allow_remote)
+            self.ui = UiServer(
+                self.paths, host, port, allow_remote=settings.allow_remote, metrics=self.metrics
+            )
         except MemsyncError as exc:
             log.error("status page not started: %s; syncing goes on without it", exc)
             return
@@ -247,12 +251,15 @@ class Daemon:
         try:
             report = self._cycle(config)
         except LockHeld as exc:
+            self.metrics.cycle_not_run("busy")
             log.warning("sync skipped: %s; trying again next interval", exc)
             return
         except MemsyncError as exc:
+            self.metrics.cycle_not_run("failed")
             log.error("sync failed: %s", exc)
             self.notifier.status(f"last sync failed: {exc}")
             return
+        self.metrics.cycle_ended(report.run_id, per_scope=config.metrics.per_scope)
         line = summarize(report, time.monotonic() - started)
         log.log(logging.INFO if report.exit_code == 0 else logging.WARNING, "%s", line)
         for name, outcome in report.providers.items():

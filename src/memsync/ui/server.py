@@ -36,12 +36,14 @@ from memsync.sync.report import SyncOptions
 from memsync.sync.runner import run_sync
 from memsync.sync.verify import verify_and_record
 from memsync.ui.address import check_exposure, is_loopback, url_for
-from memsync.ui.auth import csrf_token, load_or_create_token, same
+from memsync.ui.auth import METRICS_TOKEN_FILE, csrf_token, load_or_create_token, same
 from memsync.ui.data import conflict_views, find_memories, memory_timeline
+from memsync.ui.metrics import Metrics
 
 log = logging.getLogger("memsync.ui")
 
 PAGES = ("/", "/history", "/conflicts", "/memory", "/cutover")
+METRICS_PATH = "/metrics"  # Prometheus's text format; the page's token or the metrics token
 ASSETS = {"/static/app.css": "text/css", "/static/app.js": "text/javascript"}
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -63,12 +65,22 @@ class UiServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, paths: Paths, host: str, port: int, *, allow_remote: bool = False) -> None:
+    def __init__(
+        self,
+        paths: Paths,
+        host: str,
+        port: int,
+        *,
+        allow_remote: bool = False,
+        metrics: Metrics | None = None,
+    ) -> None:
         try:
             check_exposure(host, allow_remote=allow_remote)
         except ValueError as exc:
             raise MemsyncError(str(exc)) from None
         self.paths = paths
+        self.metrics = metrics or Metrics(paths)  # the daemon passes the one its cycles feed
+        self.metrics_token = load_or_create_token(paths, METRICS_TOKEN_FILE)
         self.lock_wait = RESOLVE_LOCK_WAIT
         self.stopping = threading.Event()  # a cycle the page started stops with the server
         self._connections: set[socket.socket] = set()  # open, idle or answering
@@ -198,6 +210,10 @@ class Handler(BaseHTTPRequestHandler):
             rest = urlencode([(k, v) for k, v in parse_qsl(url.query) if k != "token"])
             self._login_redirect(url.path + (f"?{rest}" if rest else ""))
             return
+        if url.path == METRICS_PATH and (self._authenticated() or self._scraper()):
+            body, content_type = self.server.metrics.render(self.headers.get("Accept"))
+            self._send(HTTPStatus.OK, content_type, body)
+            return
         if not self._authenticated():
             self._forbidden("open the URL `memsync ui` prints (it carries the access token)")
             return
@@ -254,6 +270,13 @@ class Handler(BaseHTTPRequestHandler):
         cookie = SimpleCookie(self.headers.get("Cookie", ""))
         morsel = cookie.get(self.server.cookie_name)
         return morsel is not None and same(morsel.value, self.server.token)
+
+    def _scraper(self) -> bool:
+        """The metrics token, as Prometheus sends it (``Authorization: Bearer ...``)."""
+        scheme, _, given = self.headers.get("Authorization", "").partition(" ")
+        return scheme.lower() in ("bearer", "token") and same(
+            given.strip(), self.server.metrics_token
+        )
 
     def _login_redirect(self, path: str) -> None:
         """Trade the URL's token for a cookie, and drop it from the address bar."""
@@ -387,12 +410,14 @@ def _resolve(handler: Handler, body: dict[str, Any]) -> dict[str, Any]:
             lock_wait=handler.server.lock_wait,
         )
     except LockHeld as exc:
+        handler.server.metrics.cycle_not_run("busy")
         return {
             "message": f"conflict #{conflict_id}: keeping {keep}'s version; {exc}; the choice "
             "is recorded and the next cycle applies it",
             "exit_code": None,
             "busy": True,
         }
+    handler.server.metrics.cycle_ended(report.run_id, per_scope=config.metrics.per_scope)
     return {
         "message": f"conflict #{conflict_id}: kept {keep}'s version",
         "exit_code": report.exit_code,
