@@ -42,7 +42,7 @@ from memsync.scopes.model import split_scoped_name
 from memsync.staging import StagingStore
 
 log = logging.getLogger("memsync.ui")
-disable_created_metrics()  # no *_created series: counters restart with the process anyway
+disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series
 
 CYCLE_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 LAG_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 21600, 86400)
@@ -95,6 +95,7 @@ class Metrics:
             buckets=LAG_BUCKETS,
             registry=registry,
         )
+        self.lag.labels("")  # the series exists (at zero) before the first observation
         ProcessCollector(registry=registry)
         registry.register(StagingGauges(paths))
 
