@@ -198,6 +198,9 @@ class Mem0PlatformConfig(_Http):
     org_id: str | None = None
     project_id: str | None = None
     lookback: float = 600.0
+    # Read only what Dream calls the current truth (latest_only=true): memories already
+    # superseded or merged when first seen are never copied (see docs/dream.md).
+    latest_only: bool = False
 
     _scope = field_validator("scope")(_check_scope)
     _lookback = field_validator("lookback", mode="before")(
