@@ -304,3 +304,34 @@ def test_the_platform_provider_asks_for_what_it_is_configured_to_see(flag: str) 
     (seen,) = double.faults.requests("POST", "/v3/memories/")
     assert seen.body[flag] is True and seen.body["show_expired"] is True
     assert listing.hides_retired is (flag == "latest_only")
+
+
+def test_import_mem0_through_memoryclient_moves_merged_memories_too(tmp_path: Path) -> None:
+    # The one-shot import reads the Platform with Mem0's own client, unmodified: it asks
+    # include_merged as memsync's listing does, and mnem forgets what Dream retired.
+    from mem0 import MemoryClient
+
+    from memsync import import_mem0
+
+    double = Mem0PlatformDouble(api_key=KEY)
+    rex = double.insert("User has a dog named Rex", user_id="alice")
+    richer = double.insert("User's dog Rex is a golden retriever", user_id="alice")
+    double.merge(rex, into=richer)
+    client = MemoryClient(
+        api_key=KEY,
+        host="https://api.mem0.test",
+        client=httpx.Client(transport=double.transport()),
+    )
+    store = mnem.init(str(tmp_path / "brain"))
+    try:
+        report = import_mem0(store, client, filters={"user_id": "alice"})
+        assert report.complete and report.imported == 2
+        served = {n.content for n in store.working_memory().values()}
+        assert served == {"User's dog Rex is a golden retriever"}
+        again = import_mem0(store, client, filters={"user_id": "alice"})
+        assert again.imported == 0  # the forgotten one counts as present
+    finally:
+        del store
+        gc.collect()
+    (listed, *_) = double.faults.requests("POST", "/v3/memories/")
+    assert listed.body["include_merged"] is True

@@ -1,10 +1,10 @@
 """Mem0's record shape and memsync's Record, both ways, for all three Mem0 provider types.
 
 ADR-0024's provenance mapping: ``actor_id`` (or ``role`` when absent) is the source;
-``created_at`` is preserved; ``user_id``/``agent_id``/``run_id`` are the scope; everything else
-Mem0 attaches is kept in ``provenance`` so nothing is dropped, the Platform's Dream fields among
-it (see ``memsync.dream``). A memory with empty content is skipped and reported by its Mem0 id,
-never carried as an empty memory.
+``created_at`` is preserved; ``user_id``/``agent_id``/``app_id``/``run_id`` are the scope
+(``app_id`` on the Platform only); everything else Mem0 attaches is kept in ``provenance`` so
+nothing is dropped, the Platform's Dream fields among it (see ``memsync.dream``). A memory
+with empty content is skipped and reported by its Mem0 id, never carried as an empty memory.
 
 Writes carry memsync's reserved metadata keys: ``memsync_origin`` (the logical memory, so links
 can be rebuilt from Mem0 itself), ``memsync_provenance`` (provenance Mem0 has no field for)
@@ -31,7 +31,7 @@ ESCAPED_KEY = "memsync_escaped"
 TOMBSTONE = "memsync:removed"
 # Stores written before TOMBSTONE list removed keys here (each nulled): still hidden on read.
 REMOVED_KEY = "memsync_removed"
-SCOPE_IDS = ("user_id", "agent_id", "run_id")
+SCOPE_IDS = ("user_id", "agent_id", "app_id", "run_id")  # app_id: the Platform's alone
 # Payload keys Mem0 (2.2.1) owns: a user metadata key with one of these names would be hidden,
 # overwritten, dropped, or obeyed (a past ``expiration_date`` hides the memory). Writes move
 # such keys under ESCAPED_KEY as JSON and reads put them back, so they round-trip unharmed.
@@ -67,7 +67,7 @@ EMPTY_REASON = "empty content"
 
 
 def scope_key_of(scope: Mapping[str, str]) -> str:
-    """The PMM scope_key of a Mem0 scope: its user id, else agent id, else run id."""
+    """The PMM scope_key of a Mem0 scope: its user id, else agent id, else app id, else run id."""
     for key in SCOPE_IDS:
         if scope.get(key):
             return scope[key]
