@@ -31,9 +31,9 @@ Rate limits: with ``rate_limit`` set (a ``RateLimit``: ``limit`` requests per ``
 seconds, fixed windows starting at the first request, over the routes it names; the
 documented one is 1,000 adds a minute), every answer of those routes carries
 ``X-RateLimit-Limit``, ``X-RateLimit-Remaining`` and ``X-RateLimit-Reset``, and a request past
-the limit is answered 429 with ``Retry-After``. The headers' units are not documented (Mem0's
-client only reads them): Reset and Retry-After are seconds until the window ends, with
-decimals. ``throttled`` counts the 429s.
+the limit is answered 429 with ``Retry-After``. The headers' units are not documented: Reset
+and Retry-After are whole seconds until the window ends, rounded up (Mem0's client reads
+Retry-After with ``int()``, so it must be whole). ``throttled`` counts the 429s.
 
 Shapes follow what ``MemoryClient`` reads: an add answers ``{"results": [...]}``, records
 (listed or read by id) carry ``session_id`` for the run id, errors are ``{"error": ...}``, and
@@ -85,6 +85,7 @@ class RateLimit:
     window: float = 60.0
     routes: tuple[tuple[str, str], ...] = (ADD_ROUTE,)
     clock: Callable[[], float] = time.monotonic
+    first_at: float | None = None  # when the first request of these routes arrived
     _started: float | None = None
     _used: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -97,7 +98,7 @@ class RateLimit:
         with self._lock:
             now = self.clock()
             if self._started is None:
-                self._started = now
+                self._started = self.first_at = now
             elif now >= self._started + self.window:  # the next window on the same grid
                 self._started += self.window * ((now - self._started) // self.window)
                 self._used = 0
@@ -108,7 +109,7 @@ class RateLimit:
             headers = {
                 "X-RateLimit-Limit": str(self.limit),
                 "X-RateLimit-Remaining": str(max(0, self.limit - self._used)),
-                "X-RateLimit-Reset": f"{math.ceil(reset * 1000) / 1000:.3f}",
+                "X-RateLimit-Reset": str(math.ceil(reset)),
             }
             if not allowed:
                 headers["Retry-After"] = headers["X-RateLimit-Reset"]
