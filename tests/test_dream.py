@@ -335,3 +335,40 @@ def test_import_mem0_through_memoryclient_moves_merged_memories_too(tmp_path: Pa
         gc.collect()
     (listed, *_) = double.faults.requests("POST", "/v3/memories/")
     assert listed.body["include_merged"] is True
+
+
+def test_mnems_daily_sweep_forgets_a_retired_memory_an_older_memsync_wrote_as_plain(
+    tmp_path: Path,
+) -> None:
+    # Before Dream's states counted, memsync copied a superseded fact into mnem as a plain
+    # memory (its state already in the note's provenance). The first listing of the day
+    # forgets it; its history keeps it.
+    from memsync.providers.mnem import expiry
+    from memsync.providers.mnem.convert import node_spec
+    from memsync.records import Outgoing
+
+    path = tmp_path / "brain"
+    store = mnem.init(str(path))
+    try:
+        for origin, text, provenance in (
+            ("mem0:old", "User lives in Lisbon", {"lifecycle_state": "superseded"}),
+            ("mem0:new", "User moved to Berlin", {"lifecycle_state": "active"}),
+        ):
+            spec = node_spec(Outgoing(origin=origin, content=text, provenance=provenance))
+            store.add(
+                spec.id,
+                spec.content,
+                content_kind=spec.content_kind,
+                provenance=mnem.Provenance(**spec.provenance),
+            )
+        store.commit("memsync: 2 added from mem0", author="memsync")
+    finally:
+        del store
+        gc.collect()
+    expiry._SWEPT.clear()
+    provider = MnemProvider("mnem", path)
+    with provider:
+        served = {r.content for p in provider.listing().pages() for r in p.records}
+        hidden = {r.content for r in provider.hidden_records()}
+    assert served == {"User moved to Berlin"}
+    assert hidden == {"User lives in Lisbon"}
