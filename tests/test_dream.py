@@ -203,6 +203,11 @@ def test_without_include_merged_a_merge_would_look_like_a_delete(tmp_path: Path)
     assert [r["id"] for r in answer["results"]] == [richer]
     world.sync()  # memsync asks include_merged: it sees and copies both
     assert "User has a dog named Rex" in world.backup()
+    # retired when mnem first got it: written, then forgotten in the same cycle
+    assert set(world.served_by_mnem()) == {"User's dog Rex is a golden retriever"}
+    assert "User has a dog named Rex" in world.mnem_history()[1]
+    quiet = world.sync()
+    assert quiet.planned_total == 0 and removed(quiet) == NOTHING_REMOVED
 
 
 def test_a_copy_on_a_platform_without_dream_history_keeps_the_state_it_was_given() -> None:

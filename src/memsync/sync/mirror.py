@@ -262,8 +262,9 @@ class Mirror:
         return self.records.unseen(self.provider.name)
 
     def _confirm_missing(self, listing: Listing) -> None:
-        """Read each missing memory by id when the listing may hide expired ones: what is
-        found is staged as listed (with its date), so only a memory really gone is removed."""
+        """Read each missing memory by id when the listing may hide expired (or, asked for the
+        current truth only, retired) ones: what is found is staged as listed (with its date and
+        Dream's marks), so only a memory really gone is removed."""
         hides = listing.hides_expired or listing.hides_retired
         if not hides or listing.mode != "full" or not listing.complete:
             return

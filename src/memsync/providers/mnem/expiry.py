@@ -39,11 +39,10 @@ def sweep_expired_daily(handle: StoreHandle) -> None:
     if handle._foreign_staging or _SWEPT.get(handle.identity()) == today:
         return
     nodes = handle.sdk_call("read working memory", lambda: handle.store.working_memory())
-    expired = [node_id for node_id, node in nodes.items() if expired_in_note(node)]
-    forget_expired(handle, expired)
+    expired = {node_id for node_id, node in nodes.items() if expired_in_note(node)}
+    forget_expired(handle, sorted(expired))
     forget_retired(
-        handle,
-        [n for n, node in nodes.items() if n not in set(expired) and retired_in_note(node)],
+        handle, [n for n, node in nodes.items() if n not in expired and retired_in_note(node)]
     )
     _SWEPT[handle.identity()] = today
 
