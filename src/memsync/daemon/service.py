@@ -254,19 +254,8 @@ class Daemon:
                     name,
                     outcome.mirror.refused,
                 )
-            elif outcome.error:
-                log.warning(
-                    "sync #%d: %s %s: %s", report.run_id, name, outcome.state, outcome.error
-                )
-        for failure in report.failures[:10]:
-            log.warning(
-                "sync #%d: %s %s in %s failed: %s",
-                report.run_id,
-                failure.action,
-                failure.link_id,
-                failure.provider,
-                failure.error,
-            )
+        for failure in report.provider_failures():  # one line each (sync/failures.py)
+            log.warning("sync #%d: %s", report.run_id, failure.line())
         self.notifier.status(line)
         if self._backup_after_first_sync and not self.stop.is_set():
             self._backup_after_first_sync = False
