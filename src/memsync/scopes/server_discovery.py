@@ -102,7 +102,7 @@ def _admin_rows(
         raise ProviderError(
             f"{provider.name}: cannot discover scopes for {wildcard}: this Mem0 server is too "
             f"old to list its users (no GET /entities, and GET /memories without ids answered "
-            f"{_status(exc)}); upgrade it (GET /entities arrived in 2026-04), or name each "
+            f"{_status(exc)[1:-1]}); upgrade it (GET /entities arrived in 2026-04), or name each "
             'scope in a provider of its own, e.g. scope = { user_id = "alice" }'
         ) from None
     for number, row in enumerate(rows):
@@ -127,6 +127,13 @@ def _admin_rows(
 
 
 def _status(exc: Exception) -> str:
-    """The "(HTTP 403: the server's reason)" part of an HTTP error's message."""
-    found = re.search(r"\(HTTP \d{3}[^)]*\)", str(exc))
-    return found.group(0) if found else f"({exc})"
+    """"(HTTP 400: the server's reason)" from an HTTP error's message, whichever way the client
+    wrote it ("(HTTP 403: reason)" for credentials, "(HTTP 400): reason" for the rest)."""
+    text = str(exc)
+    inside = re.search(r"\(HTTP \d{3}: [^)]*\)", text)
+    if inside:
+        return inside.group(0)
+    after = re.search(r"\(HTTP (\d{3})\)(?:: (.*))?", text)
+    if after:
+        return f"(HTTP {after.group(1)}: {after.group(2)})" if after.group(2) else after.group(0)
+    return f"({text})"
