@@ -116,21 +116,36 @@ def test_a_write_between_the_count_and_the_search_leaves_the_listing_partial() -
     ("options", "scope", "why"),
     [
         ({"has_entities": False}, None, "no GET /entities"),
+        ({"qdrant_list_bug": True}, None, "does not list this scope"),
         ({}, {"user_id": "alice", "agent_id": "bot"}, "counts each id alone"),
     ],
-    ids=["no-entities", "two-ids"],
+    ids=["no-entities", "qdrant", "two-ids"],
 )
-def test_past_the_cap_without_a_count_to_check_the_listing_stays_partial(
+def test_past_the_cap_without_a_count_every_memory_is_read_but_none_taken_as_deleted(
     options: dict[str, Any], scope: dict[str, str] | None, why: str
 ) -> None:
     double = Mem0ServerDouble(api_key=KEY, **options)
-    double.insert_many([f"m{i}" for i in range(1_001)], **(scope or {"user_id": "alice"}))
+    double.insert_many([f"m{i}" for i in range(1_500)], **(scope or {"user_id": "alice"}))
     records, listing = list_all(make(double, scope))
-    assert len(records) == 1000 and not listing.complete
-    assert "1000 or more" in (listing.partial_reason or "") and why in (
-        listing.partial_reason or ""
+    assert len(records) == 1_500  # the search found the ones past the cap: they are copied
+    assert not listing.complete  # but nothing proves it is all: no delete is inferred
+    reason = listing.partial_reason or ""
+    assert "1000 or more" in reason and why in reason
+    (search,) = double.faults.requests("POST", "/search")
+    assert search.body["top_k"] == 4_000
+
+
+def test_a_server_without_search_is_partial_past_the_cap() -> None:
+    double = Mem0ServerDouble(api_key=KEY)
+    double.insert_many([f"m{i}" for i in range(1_001)], user_id="alice")
+    provider = make(double)
+    provider._session.set_features(
+        provider.features().__class__(
+            infer=True, top_k=True, how="t", show_expired=True, search=False
+        )
     )
-    assert double.faults.requests("POST", "/search") == []
+    records, listing = list_all(provider)
+    assert len(records) == 1000 and "no POST /search" in (listing.partial_reason or "")
 
 
 def test_freshness_sees_versions_past_the_cap() -> None:

@@ -18,7 +18,7 @@ from memsync.errors import NotFound
 from memsync.providers.base import Listing, Page
 from memsync.providers.mem0.convert import record_from_mem0
 from memsync.providers.mem0.paging import fetch_all
-from memsync.providers.mem0.server_entities import read_entities
+from memsync.providers.mem0.server_entities import Entity, read_entities
 from memsync.providers.mem0.server_search import search_scope, search_top_k, unproven
 from memsync.records import Skipped
 
@@ -87,31 +87,51 @@ def read_scope(provider: Mem0ServerProvider) -> ScopeRead:
 
 
 def _past_the_cap(provider: Mem0ServerProvider, read: ScopeRead) -> str | None:
-    """Read the rest through POST /search; why it cannot be shown complete, or None."""
+    """Read the rest through POST /search; why it cannot be shown complete, or None.
+
+    The search runs even when no count can prove it (no ``/entities``, a scope of two ids, a
+    Qdrant-backed server whose ``/entities`` is empty): what it finds is mirrored, and the
+    listing stays partial, so memories past the cap are copied but none is taken as deleted.
+    """
     scope = provider.scope
-    if len(scope) != 1:
-        return "GET /entities counts each id alone, not a scope of " + " and ".join(scope)
     if provider.features().search is False:
         return "the server has no POST /search"
-    census = read_entities(provider.http, provider.name)  # fresh: counted just before the search
-    if census is None:
-        return "the server has no GET /entities to count the scope against"
-    if not census.complete:
-        return str(census.note)
-    entity = census.find(scope)
-    if entity is None:
-        return "GET /entities does not list this scope"
+    entity, uncounted = _count_of(provider)  # counted just before the search
     try:
-        found = search_scope(
-            provider.http, provider.name, scope, search_top_k(entity.total_memories)
-        )
+        if entity is not None:
+            found = search_scope(
+                provider.http, provider.name, scope, search_top_k(entity.total_memories)
+            )
+        else:
+            found = fetch_all(
+                lambda top_k: search_scope(provider.http, provider.name, scope, top_k),
+                start=4 * MAX_TOP_K,
+            ).items
     except NotFound:
         return "the server has no POST /search"
     before = len(read.partial)
     read.take(found, "POST /search", scope)
     if len(read.partial) > before:
         return read.partial.pop()
+    if entity is None:
+        return f"{uncounted}, so POST /search cannot be checked against a count"
     return unproven(read.rows, entity)
+
+
+def _count_of(provider: Mem0ServerProvider) -> tuple[Entity | None, str]:
+    """The scope's entity from a fresh ``GET /entities``, or why there is none to trust."""
+    scope = provider.scope
+    if len(scope) != 1:
+        return None, "GET /entities counts each id alone, not a scope of " + " and ".join(scope)
+    census = read_entities(provider.http, provider.name)
+    if census is None:
+        return None, "the server has no GET /entities"
+    if not census.complete:
+        return None, str(census.note)
+    entity = census.find(scope)
+    if entity is None:
+        return None, "GET /entities does not list this scope (a Qdrant-backed server lists none)"
+    return entity, ""
 
 
 class ServerListing(Listing):
