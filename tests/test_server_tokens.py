@@ -202,3 +202,36 @@ def test_a_static_bearer_token_that_expired_points_to_refresh_and_api_keys(
     assert "Invalid or expired token." in message and "30 minutes" in message
     assert "refresh_token_file" in message and 'auth = "api-key"' in message
     assert token not in message
+
+
+def test_a_daemon_refuses_a_static_token_that_dies_in_30_minutes(
+    server: Mem0ServerDouble, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memsync.providers.mem0.server_tokens import require_lasting_credentials
+    from tests.conftest import run_memsync, write_config
+
+    text = """
+[sync]
+active = "m0"
+[providers.m0]
+type = "mem0-server"
+base_url = "https://mem0.example.com"
+scope = { user_id = "alice" }
+auth = "bearer"
+"""
+    token = server.login_tokens()["access_token"]
+    monkeypatch.setenv("MEM0_TOKEN", token)
+    static = parse_config(text + 'api_key_env = "MEM0_TOKEN"\n')
+    with pytest.raises(ConfigError, match="refresh_token_file") as caught:
+        require_lasting_credentials(static)
+    assert "$MEM0_TOKEN" in str(caught.value) and token not in str(caught.value)
+    require_lasting_credentials(parse_config(text + f'refresh_token_file = "{tmp_path}/t"\n'))
+    monkeypatch.setenv("MEM0_TOKEN", "an-opaque-token-of-another-server")
+    require_lasting_credentials(static)  # no expiry to read: let through
+
+    home = tmp_path / "home"
+    (home / "config").mkdir(parents=True)
+    write_config(home, text + 'api_key_env = "MEM0_TOKEN"\n')
+    started = run_memsync(home, "daemon", env_extra={"MEM0_TOKEN": token})
+    assert started.returncode == 2
+    assert "refresh_token_file" in started.stderr and token not in started.stderr

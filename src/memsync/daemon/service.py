@@ -36,6 +36,7 @@ from memsync.daemon.notify import Notifier
 from memsync.errors import ConfigError, LockHeld, MemsyncError
 from memsync.lock import daemon_lock, is_locked
 from memsync.paths import Paths
+from memsync.providers.mem0.server_tokens import require_lasting_credentials
 from memsync.staging.store import checkpoint
 from memsync.sync.report import CycleReport, SyncOptions
 from memsync.sync.runner import run_sync
@@ -322,6 +323,7 @@ class Daemon:
         """Validate the config file, then swap it in; a broken one leaves the running one."""
         try:
             new = load_config(self.paths.config_file)
+            require_lasting_credentials(new)
         except ConfigError as exc:
             log.error(
                 "config not reloaded (%s): %s; still running the previous config", reason, exc
@@ -376,6 +378,7 @@ def run_daemon(paths: Paths, *, redactor: Redactor | None = None) -> StopResult:
     try:
         lock.acquire()
         config = load_config(paths.config_file)
+        require_lasting_credentials(config)  # a token that dies in 30 minutes: refused now
         paths.ensure()
         return Daemon(paths, config, redactor=redactor).run()
     finally:

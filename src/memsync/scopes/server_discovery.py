@@ -127,7 +127,7 @@ def _admin_rows(
 
 
 def _status(exc: Exception) -> str:
-    """"(HTTP 400: the server's reason)" from an HTTP error's message, whichever way the client
+    """ "(HTTP 400: the server's reason)" from an HTTP error's message, whichever way the client
     wrote it ("(HTTP 403: reason)" for credentials, "(HTTP 400): reason" for the rest)."""
     text = str(exc)
     inside = re.search(r"\(HTTP \d{3}: [^)]*\)", text)

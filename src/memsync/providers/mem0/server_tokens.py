@@ -16,6 +16,9 @@ the file under the lock, so two processes never spend the same refresh token. Lo
 refresh are rate limited upstream (10 and 20 a minute per address); renewing only on a 401
 stays far below that.
 
+A daemon given a static bearer token that expires (no ``refresh_token_file``) would stop
+syncing within half an hour: ``require_lasting_credentials`` refuses it at start and on reload.
+
 What a lost refresh token means (the file deleted, or memsync killed between the server's
 answer and the write): the chain is broken, and the message says to log in again
 (``POST /auth/login``) and put the answer's ``refresh_token`` into the file.
@@ -23,18 +26,23 @@ answer and the write): the chain is broken, and the message says to log in again
 
 from __future__ import annotations
 
+import base64
 import fcntl
+import json
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 
-from memsync.errors import AuthError, ProviderError, TransientProviderError
+from memsync.config import Config, Mem0ServerConfig
+from memsync.errors import AuthError, ConfigError, ProviderError, TransientProviderError
 from memsync.providers.http.shapes import expect_object
-from memsync.secrets import Secret
+from memsync.secrets import Secret, resolve_secret
 
 RefreshCall = Callable[[str], httpx.Response]
 
@@ -214,3 +222,41 @@ def _detail(response: httpx.Response) -> str:
         return response.reason_phrase or "no reason given"
     found = body.get("detail") or body.get("error") if isinstance(body, dict) else None
     return str(found) if found else "no reason given"
+
+
+def require_lasting_credentials(config: Config) -> None:
+    """Refuse a daemon a credential it knows will die: a static bearer JWT of a Mem0 server
+    (upstream's last 30 minutes) with no refresh_token_file to renew it. A token whose
+    expiry cannot be read, or that lasts more than a day, is let through."""
+    for name, entry in config.providers.items():
+        if not isinstance(entry, Mem0ServerConfig) or entry.auth != "bearer":
+            continue
+        if entry.refresh_token_file is not None:
+            continue
+        try:
+            secret = resolve_secret(name, entry.api_key_env, entry.api_key_file)
+        except ConfigError:
+            continue  # a key that cannot be read is reported by each cycle, as for any provider
+        expiry = jwt_expiry(secret.reveal()) if secret is not None else None
+        if secret is None or expiry is None or expiry - time.time() > 86_400:
+            continue
+        when = datetime.fromtimestamp(expiry, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        raise ConfigError(
+            f'providers.{name}: auth = "bearer" with a token from {secret.source} that '
+            f"{'expired' if expiry <= time.time() else 'expires'} at {when}: a Mem0 server's "
+            "tokens last 30 minutes, so the daemon would stop syncing; set refresh_token_file "
+            '(memsync renews the token) or use an API key (auth = "api-key")'
+        )
+
+
+def jwt_expiry(token: str) -> float | None:
+    """The ``exp`` claim of a JWT, read without checking its signature (None: not a JWT)."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    exp = claims.get("exp") if isinstance(claims, dict) else None
+    return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
