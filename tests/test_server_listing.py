@@ -154,3 +154,34 @@ def test_freshness_sees_versions_past_the_cap() -> None:
     double, ids = big()
     versions = make(double).versions_changed_since(datetime.now(UTC))
     assert len(versions) == SCOPE and ids[-1] in versions
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ({"results": [{"id": None, "memory": "x"}]}, "GET /memories row 0 has no id"),
+        ({"results": [None]}, "GET /memories row 0 is NoneType, not a memory"),
+    ],
+)
+def test_rows_memsync_cannot_read_make_the_listing_partial(body: Any, why: str) -> None:
+    double = Mem0ServerDouble(api_key=KEY)
+    provider = make(double)
+    provider.features()
+    double.faults.inject(Fault.error(200, body=body), method="GET", path="/memories")
+    records, listing = list_all(provider)
+    assert records == [] and not listing.complete and listing.partial_reason == why
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [({"memories": []}, "without 'results'"), ({"results": "none"}, "where a list was expected")],
+)
+def test_a_body_of_the_wrong_shape_is_an_error_naming_it(body: Any, why: str) -> None:
+    from memsync.errors import InvalidResponse
+
+    double = Mem0ServerDouble(api_key=KEY)
+    provider = make(double)
+    provider.features()
+    double.faults.inject(Fault.error(200, body=body), method="GET", path="/memories", times=9)
+    with pytest.raises(InvalidResponse, match=why):
+        list_all(provider)
