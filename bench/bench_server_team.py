@@ -100,12 +100,13 @@ direction = "push"
             len(asked) == fewest and kinds["/openapi.json"] == 1,
         )
         floor = len(asked) * LATENCY
+        bound = 6 if label == "first" else 4  # a first cycle also writes every memory out
         report(
             f"mem0-server {USERS}-user team, {label} cycle: time / floor",
             seconds / floor,
             "x",
-            f"floor {floor:.2f}s = {len(asked)} requests x {LATENCY * 1000:.0f} ms; < 4x",
-            seconds / floor < 4,
+            f"floor {floor:.2f}s = {len(asked)} requests x {LATENCY * 1000:.0f} ms; < {bound}x",
+            seconds / floor < bound,
         )
 
 
