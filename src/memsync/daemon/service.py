@@ -40,6 +40,7 @@ from memsync.daemon.notify import Notifier
 from memsync.errors import ConfigError, LockHeld, MemsyncError
 from memsync.lock import daemon_lock, is_locked
 from memsync.paths import Paths
+from memsync.providers.mem0.server_tokens import require_lasting_credentials
 from memsync.signal_inbox import SignalInbox, blocked_in_new_threads
 from memsync.staging.store import checkpoint
 from memsync.sync.report import CycleReport, SyncOptions
@@ -270,19 +271,8 @@ class Daemon:
                     name,
                     outcome.mirror.refused,
                 )
-            elif outcome.error:
-                log.warning(
-                    "sync #%d: %s %s: %s", report.run_id, name, outcome.state, outcome.error
-                )
-        for failure in report.failures[:10]:
-            log.warning(
-                "sync #%d: %s %s in %s failed: %s",
-                report.run_id,
-                failure.action,
-                failure.link_id,
-                failure.provider,
-                failure.error,
-            )
+        for failure in report.provider_failures():  # one line each (sync/failures.py)
+            log.warning("sync #%d: %s", report.run_id, failure.line())
         self.notifier.status(line)
         if self._backup_after_first_sync and not self.stop.is_set():
             self._backup_after_first_sync = False
@@ -349,6 +339,7 @@ class Daemon:
         """Validate the config file, then swap it in; a broken one leaves the running one."""
         try:
             new = load_config(self.paths.config_file)
+            require_lasting_credentials(new)
         except ConfigError as exc:
             log.error(
                 "config not reloaded (%s): %s; still running the previous config", reason, exc
@@ -403,6 +394,7 @@ def run_daemon(paths: Paths, *, redactor: Redactor | None = None) -> StopResult:
     try:
         lock.acquire()
         config = load_config(paths.config_file)
+        require_lasting_credentials(config)  # a token that dies in 30 minutes: refused now
         paths.ensure()
         return Daemon(paths, config, redactor=redactor).run()
     finally:

@@ -200,8 +200,9 @@ class Engine:
             outcome.state, outcome.error = ProviderState.BUSY, str(exc)
         except MemsyncError as exc:
             outcome.state, outcome.error = ProviderState.ERROR, str(exc)
-        if outcome.error:
-            log.warning("%s: %s", provider.name, outcome.error)
+            outcome.exit_code = exc.exit_code
+        if outcome.error:  # reported once, with the cycle's other failures (sync/failures.py)
+            log.debug("%s: %s", provider.name, outcome.error)
 
     def _incremental_allowed(
         self,
