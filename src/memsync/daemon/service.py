@@ -36,6 +36,7 @@ from memsync.daemon.notify import Notifier
 from memsync.errors import ConfigError, LockHeld, MemsyncError
 from memsync.lock import daemon_lock, is_locked
 from memsync.paths import Paths
+from memsync.scopes.triggers import Live
 from memsync.staging.store import checkpoint
 from memsync.sync.report import CycleReport, SyncOptions
 from memsync.sync.runner import run_sync
@@ -96,6 +97,7 @@ class Daemon:
         self._running_jobs = 0
         self._backup_after_first_sync = False
         self.ui: UiServer | None = None
+        self.live: Live | None = None  # watched and probed stores: hinted cycles
         self.scheduler = BackgroundScheduler(
             timezone=UTC,
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
@@ -131,6 +133,8 @@ class Daemon:
         )
         self.scheduler.start()
         threading.Thread(target=self._watch_config, name="config-watch", daemon=True).start()
+        self.live = Live(self.paths, config, self.stop, guard=self._guarded)
+        self.live.start()
         self._start_ui()
         log.info(
             "memsync daemon started: config %s; sync every %s, backups every %s (keep %d)",
@@ -188,6 +192,8 @@ class Daemon:
         self.stop.set()
         self.notifier.stopping("stopping")
         self.scheduler.shutdown(wait=False)
+        if self.live is not None:
+            self.live.close()
         if self.ui is not None:
             self.ui.stop()
         with self._jobs:
@@ -278,7 +284,8 @@ class Daemon:
         while is_locked(self.paths.lock_file) and time.monotonic() < patience:
             if self.stop.wait(0.2):
                 break
-        return run_sync(self.paths, config, SyncOptions(stop=self.stop), lock_wait=1.0)
+        options = SyncOptions(stop=self.stop)
+        return run_sync(self.paths, config, options, lock_wait=1.0, observer=self.live)
 
     def _backup_job(self) -> None:
         config = self.config
@@ -360,6 +367,8 @@ class Daemon:
                 "backup", trigger=IntervalTrigger(seconds=new.backup.interval, timezone=UTC)
             )
         if new != old:
+            if self.live is not None:
+                self.live.reconfigure(new)
             self._run_soon("sync")
             log.info(
                 "config reloaded (%s): %d providers (active: %s); sync every %s, backups every %s",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from memsync.config import Config
@@ -62,8 +62,13 @@ def run_scoped_cycle(
     options: SyncOptions,
     *,
     only_scopes: Iterable[Scope] | None = None,
+    on_scope_done: Callable[[Scope, CycleReport], None] | None = None,
 ) -> ScopedCycleReport:
-    """One run over every scope (or ``only_scopes``), each scope an engine cycle of its own."""
+    """One run over every scope (or ``only_scopes``), each scope an engine cycle of its own.
+
+    ``on_scope_done(scope, report)`` runs as each scope's cycle ends, its stores released (the
+    daemon's watcher notes what memsync left in them, ``scopes/triggers.py``).
+    """
     run_id = start_shared_run(store, options)
     report = ScopedCycleReport(run_id, options.dry_run, utc_now_iso())
     binder = ScopeBinder(config, bases)
@@ -80,7 +85,9 @@ def run_scoped_cycle(
                 outcome.state = ProviderState.SKIPPED
                 report.interrupted = True
                 continue
-            _sync_scope(config, store, binder, scope, options, run_id, report, outcome)
+            sub = _sync_scope(config, store, binder, scope, options, run_id, report, outcome)
+            if on_scope_done is not None and sub is not None:
+                on_scope_done(scope, sub)
     report.finished_at = utc_now_iso()
     finish_run(store, report)
     end_shared_run(store, run_id)
@@ -162,17 +169,17 @@ def _sync_scope(
     run_id: int,
     report: ScopedCycleReport,
     outcome: ScopeOutcome,
-) -> None:
+) -> CycleReport | None:
     try:
         providers = binder.bind_all(scope)
     except HostileScope as exc:
         outcome.state, outcome.error = ProviderState.ERROR, str(exc)
         log.warning("%s", exc)
-        return
+        return None
     except MemsyncError as exc:
         outcome.state, outcome.error = ProviderState.ERROR, f"scope {scope.label}: {exc}"
         log.warning("%s", outcome.error)
-        return
+        return None
     outcome.providers = list(providers)
     entries = {scoped_name(n, scope): config.providers[n] for n in binder.bases}
     scoped_config = config.model_copy(
@@ -200,6 +207,7 @@ def _sync_scope(
     if refused and not outcome.discovered:
         refused.insert(0, "no longer discovered; treated as an empty listing")
     outcome.error = "; ".join(refused + errors) or None
+    return sub
 
 
 def _scope_state(sub: CycleReport) -> ProviderState:
