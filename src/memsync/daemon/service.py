@@ -131,10 +131,10 @@ class Daemon:
             id="backup",
             next_run_time=self._first_backup_time(now),
         )
+        self.live = Live(self.paths, config, self.stop, guard=self._guarded)
+        self.live.start()  # before the first sync, which keeps what the probes answer
         self.scheduler.start()
         threading.Thread(target=self._watch_config, name="config-watch", daemon=True).start()
-        self.live = Live(self.paths, config, self.stop, guard=self._guarded)
-        self.live.start()
         self._start_ui()
         log.info(
             "memsync daemon started: config %s; sync every %s, backups every %s (keep %d)",
