@@ -5,6 +5,8 @@ One foreground process that systemd (or any supervisor) runs:
 - APScheduler runs a sync job every ``[sync] interval`` and a backup job every ``[backup]
   interval``, coalesced, one instance at a time, and late runs still run (a laptop that slept
   syncs when it wakes). The first sync runs at start.
+- Between them, watched local stores and probed remote ones start cycles for only the
+  providers and scopes that changed (``scopes/triggers.py``).
 - The config's directory is watched (editors replace files on save) and SIGHUP asks the
   same: the new file is parsed and validated first, and a broken one is logged while the
   running config keeps going.
