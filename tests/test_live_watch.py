@@ -431,3 +431,65 @@ def test_watching_can_be_turned_off(tmp_path: Path, running: Callable[..., Runni
     r = running(paths_in(tmp_path), off)
     r.live.start()
     assert r.live.watcher is None and r.live.stores == []
+
+
+# --- a Mem0 library's local store ---------------------------------------------------------------
+
+APP = """
+import sys
+from pathlib import Path
+from tests.mem0_fixtures import open_provider
+root, text = Path(sys.argv[1]), sys.argv[2]
+# The application: Mem0's own Memory (offline: local qdrant, hash embedder) adds a memory.
+app = open_provider(root, {"user_id": "alice"}, mem0_dir=root / "app-mem0")
+app.memory.add([{"role": "user", "content": text}], user_id="alice", infer=False)
+app.close()
+"""
+
+
+def test_a_mem0_library_store_written_by_its_application_is_watched(
+    tmp_path: Path, running: Callable[..., Running]
+) -> None:
+    from tests.mem0_fixtures import offline_mem0_config
+
+    (tmp_path / "mem0.json").write_text(json.dumps(offline_mem0_config(tmp_path)))
+    config = parse_config(
+        f"""
+[sync]
+active = "mem0"
+interval = "1h"
+
+[providers.mem0]
+type = "mem0-oss"
+scope = {{ user_id = "alice" }}
+embedder = "hash"
+mem0_config_file = "{tmp_path / "mem0.json"}"
+
+[providers.notes]
+type = "pmm-dir"
+path = "{tmp_path / "notes"}"
+scope_key = "alice"
+"""
+    )
+    r = running(paths_in(tmp_path), config)
+    r.live.start()
+    assert tmp_path / "qdrant" in [store.root for store in r.live.stores]
+    subprocess.run(
+        [sys.executable, "-c", APP, str(tmp_path), "alice likes tea"],
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        timeout=300,
+    )
+    r.full_pass()
+    notes = tmp_path / "notes" / "alice.pmm.jsonl"
+    assert pmm_contents(notes) == {"alice likes tea"}
+    subprocess.run(
+        [sys.executable, "-c", APP, str(tmp_path), "alice walks to work"],
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        timeout=300,
+    )
+    wait_until(lambda: "alice walks to work" in pmm_contents(notes), "the app's memory")
+    wait_until(lambda: r.live.cycles == 1, "the cycle to finish")
+    wait_until(lambda: r.live.own_changes >= 1, "memsync's own write to be seen and ignored")
+    assert r.live.cycles == 1
