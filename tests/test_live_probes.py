@@ -432,3 +432,22 @@ def test_the_hindsight_probe_sees_a_retain_and_a_delete() -> None:
     assert flags.scopes == {WHOLE}
     provider.delete(record.id)
     assert probe.ask(flags.tokens).scopes == {WHOLE}
+
+
+# --- the setting ----------------------------------------------------------------------------------
+
+
+def test_the_probe_setting_takes_a_duration_or_off_and_refuses_less_than_a_second() -> None:
+    from memsync.errors import ConfigError
+
+    def sync(line: str) -> Any:
+        return parse_config(
+            f'[sync]\nactive = "a"\n{line}\n[providers.a]\ntype = "pmm-dir"\npath = "/tmp/a"\n'
+        ).sync
+
+    assert sync("").probe is None and sync("").watch is True
+    assert sync('probe = "5s"').probe == 5.0
+    assert sync('probe = "off"').probe is None
+    with pytest.raises(ConfigError, match=r"sync\.probe: a probe more often than once a second"):
+        sync('probe = "500ms"')
+    assert sync("watch = false").watch is False
