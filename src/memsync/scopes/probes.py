@@ -248,16 +248,32 @@ class HindsightDocumentsProbe(Probe):
 
 
 def probes_for(config: Config, build: Callable[[str], Provider]) -> list[Probe]:
-    """A probe for every configured provider that offers a cheap and sure one."""
+    """A probe for every configured provider that offers a cheap and sure one; a provider
+    that cannot be built here is not probed (said once: its full pass says the rest)."""
     probes: list[Probe] = []
     for name, entry in config.providers.items():
+        kind: type[Probe] | None = None
         if entry.type == "mem0-server":
-            keys = wildcard_keys(entry)
-            probes.append(ServerEntitiesProbe(name, build(name), keys, fixed_keys(entry)))
+            kind = ServerEntitiesProbe
         elif entry.type == "mem0-platform":
-            probes.append(PlatformChangesProbe(name, build(name), wildcard_keys(entry)))
+            kind = PlatformChangesProbe
         elif isinstance(entry, HindsightConfig) and entry.bank is not None:
-            probes.append(HindsightDocumentsProbe(name, build(name)))
+            kind = HindsightDocumentsProbe
+        if kind is None:
+            continue
+        try:
+            provider = build(name)
+        except MemsyncError as exc:
+            log.warning("not probing %s: %s; its changes are found by the full pass", name, exc)
+            continue
+        if kind is ServerEntitiesProbe:
+            probes.append(
+                ServerEntitiesProbe(name, provider, wildcard_keys(entry), fixed_keys(entry))
+            )
+        elif kind is PlatformChangesProbe:
+            probes.append(PlatformChangesProbe(name, provider, wildcard_keys(entry)))
+        else:
+            probes.append(HindsightDocumentsProbe(name, provider))
     return probes
 
 

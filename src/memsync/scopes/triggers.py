@@ -94,6 +94,7 @@ class Live:
         self.build = build
         self.watch_function = watch
         self._lock = threading.Lock()
+        self._asking = threading.Lock()  # one probe at a time (the loop's, a full pass's)
         self._wake = threading.Event()
         self._pending: set[Hint] = set()  # watched changes not yet checked
         self._retry: dict[Hint, _Retry] = {}
@@ -139,12 +140,7 @@ class Live:
         stores = local_stores(config) if sync.watch else []
         probes: list[Probe] = []
         if sync.probe is not None:
-            try:
-                probes = probes_for(config, lambda name: self.build(name, config))
-            except MemsyncError as exc:
-                log.warning(
-                    "not probing: %s; changes are found by the sync every %gs", exc, sync.interval
-                )
+            probes = probes_for(config, lambda name: self.build(name, config))
         with self._lock:
             self.stores, self.probes = stores, probes
             self._trouble.clear()
@@ -276,7 +272,8 @@ class Live:
             with self._lock:
                 known = dict(self._tokens.get(probe.name, {}))
             try:
-                flags = probe.ask(known)
+                with self._asking:
+                    flags = probe.ask(known)
             except MemsyncError as exc:
                 if probe.name not in self._trouble:
                     self._trouble[probe.name] = str(exc)
@@ -311,7 +308,8 @@ class Live:
             with self._lock:
                 known = dict(self._tokens.get(probe.name, {}))
             try:
-                tokens[probe.name] = probe.ask(known).tokens
+                with self._asking:
+                    tokens[probe.name] = probe.ask(known).tokens
             except MemsyncError as exc:
                 log.debug("probe of %s before the full pass: %s", probe.name, exc)
         return tokens
@@ -339,8 +337,12 @@ class Live:
                 only_scopes=only_scopes,
                 observer=_RunObserver(self, tokens),
             )
-        except LockHeld:
-            self._retry_soon(hints, 0.2)  # a cycle started meanwhile: after it, check again
+        except LockHeld:  # a cycle started meanwhile: once it is done, look again
+            with self._lock:
+                local = {store.provider for store in self.stores}
+                self._pending |= {hint for hint in hints if hint.provider in local}
+            self._retry_soon({hint for hint in hints if hint.provider not in local}, 0.2)
+            self._wake.set()
             return
         except MemsyncError as exc:
             log.warning("sync for %s failed: %s", why, exc)
