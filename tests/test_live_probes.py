@@ -382,6 +382,32 @@ def test_a_probe_that_fails_lists_the_provider_in_full_once_and_says_so_once(
     )
 
 
+def test_a_qdrant_backed_servers_empty_entities_are_not_trusted(
+    probing: Probing, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Upstream on Qdrant answers [] to GET /entities (seen on upstream's server, run offline):
+    read as "no memories anywhere", the probe would never flag a change again."""
+    caplog.set_level(logging.INFO, logger="memsync")
+    for user in ("alice", "bob"):
+        probing.server.add(f"{user} was here", user_id=user)
+    probing.server.double.faults.inject(
+        Fault.error(200, body=[]), path="/entities", times=1_000_000
+    )
+    probing.live.start()
+    probing.full_pass()  # the listings find memories the probe's answer says are not there
+    said = [r.getMessage() for r in caplog.records if "cannot be trusted" in r.getMessage()]
+    assert said == [
+        "probe of server cannot be trusted (GET /entities counts 0 memories for user_id=bob "
+        "where the listing found 1 (a Qdrant-backed server answers [] to it)); its changes "
+        "are found by the sync every 3600s"
+    ]
+    probing.server.add("alice walks to work", user_id="alice")
+    asked = probing.probes()
+    probing.full_pass()  # the full pass carries on alone, without asking the probe
+    assert probing.probes() == asked
+    assert "alice walks to work" in copy_of(probing.home, "alice")
+
+
 # --- the Platform and Hindsight ------------------------------------------------------------------
 
 

@@ -78,6 +78,15 @@ class Probe(ABC):
         ``""`` for a scope memsync syncs but holds no token for). Raises MemsyncError when it
         failed, ProbeUnsure when its answer cannot be trusted."""
 
+    def unseen(self, label: str) -> str | None:
+        """The token of a scope the probe's answer did not name (None: it has none)."""
+        return None
+
+    def credible(self, label: str, token: str, listed: int) -> str | None:
+        """Why TOKEN cannot be right for a scope whose complete listing (just after the probe)
+        found LISTED memories; None when nothing says it is wrong."""
+        return None
+
     def close(self) -> None:
         self.provider.close()
 
@@ -128,6 +137,25 @@ class ServerEntitiesProbe(Probe):
         if fresh:
             flags.everything = f"new on the server: {', '.join(sorted(fresh)[:3])}"
         return flags
+
+    def unseen(self, label: str) -> str | None:
+        """A scope /entities does not list holds no memories, as far as the server says."""
+        values = self.fixed if label == WHOLE else Scope.parse(label).as_dict()
+        return ";".join(ABSENT for _ in values)
+
+    def credible(self, label: str, token: str, listed: int) -> str | None:
+        """An entity of a scope holds every memory of the scope (expired ones included, as on
+        both sides), so none where the listing found some means /entities does not see them:
+        a Qdrant-backed server answers ``[]`` (upstream unwraps a list where Qdrant returns a
+        tuple), and past its scan cap a user can be missing. (A lower count that is not zero
+        may be an add between the probe and the listing: the next probe lists it again.)"""
+        counted = min(int(part.split("/", 1)[0]) for part in token.split(";"))
+        if counted > 0 or listed == 0:
+            return None
+        return (
+            f"GET /entities counts {counted} memories for {label or 'its scope'} where the "
+            f"listing found {listed} (a Qdrant-backed server answers [] to it)"
+        )
 
     def _entities(self) -> dict[tuple[str, str], str]:
         from memsync.providers.mem0.server_entities import SCAN_LIMIT, parse_entities

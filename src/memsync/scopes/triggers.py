@@ -101,6 +101,8 @@ class Live:
         self._left: dict[Hint, Signature] = {}  # each local store as memsync left it
         self._tokens: Tokens = {}  # what staging holds, mirrored here
         self._trouble: dict[str, str] = {}  # probes that failed, and why (said once)
+        self._distrusted: dict[str, str] = {}  # probes whose answers a listing contradicted
+        self._contradicted: dict[str, int] = {}  # contradictions in a row, per probe
         self._full: _RunObserver | None = None
         self.stores: list[LocalStore] = []
         self.watcher: Watcher | None = None
@@ -144,6 +146,8 @@ class Live:
         with self._lock:
             self.stores, self.probes = stores, probes
             self._trouble.clear()
+            self._distrusted.clear()
+            self._contradicted.clear()
             self._next_probe = time.monotonic() + (sync.probe or 0.0)
         self._load_tokens()
         if stores:
@@ -264,7 +268,7 @@ class Live:
     def _probe(self) -> tuple[set[Hint], Tokens]:
         """Ask every probe; the hints it gives, and the tokens to keep once listed."""
         with self._lock:
-            probes = list(self.probes)
+            probes = [p for p in self.probes if p.name not in self._distrusted]
             self._next_probe = time.monotonic() + (self.config.sync.probe or IDLE)
         hints: set[Hint] = set()
         tokens: Tokens = {}
@@ -302,7 +306,9 @@ class Live:
     def _probe_tokens(self) -> Tokens:
         """The tokens before a full pass lists everything (a probe that fails gives none)."""
         with self._lock:
-            probes = [p for p in self.probes if p.name not in self._trouble]
+            probes = [
+                p for p in self.probes if p.name not in self._trouble | self._distrusted.keys()
+            ]
         tokens: Tokens = {}
         for probe in probes:
             with self._lock:
@@ -450,18 +456,45 @@ class Live:
     ) -> None:
         """Keep each probed provider's token for SCOPE once the scope was listed there."""
         label = WHOLE if scope is None else scope.label
+        with self._lock:
+            probes = {probe.name: probe for probe in self.probes}
         for provider, answered in tokens.items():
-            token = answered.get(label)
+            probe = probes.get(provider)
+            if probe is None or provider in self._distrusted:
+                continue
+            token = answered[label] if label in answered else probe.unseen(label)
             if token is None:
                 continue
             name = provider if scope is None else scoped_name(provider, scope)
             outcome = report.providers.get(name)
             if outcome is None or outcome.state not in USABLE:
                 continue
+            mirror = outcome.mirror
+            why = (
+                probe.credible(label, token, mirror.listed) if mirror and mirror.complete else None
+            )
+            if why is not None:
+                self._contradict(provider, why)
+                continue
+            self._contradicted.pop(provider, None)
             with store.transaction():
                 store.probe_tokens.save(provider, {label: token}, utc_now_iso())
             with self._lock:
                 self._tokens.setdefault(provider, {})[label] = token
+
+    def _contradict(self, provider: str, why: str) -> None:
+        """A listing contradicted the probe's answer; twice in a row, the probe is not used."""
+        count = self._contradicted.get(provider, 0) + 1
+        self._contradicted[provider] = count
+        if count < 2:  # once may be a write between the probe and the listing
+            return
+        self._distrusted[provider] = why
+        log.warning(
+            "probe of %s cannot be trusted (%s); its changes are found by the sync every %gs",
+            provider,
+            why,
+            self.config.sync.interval,
+        )
 
 
 class _RunObserver:
