@@ -477,3 +477,57 @@ def test_the_probe_setting_takes_a_duration_or_off_and_refuses_less_than_a_secon
     with pytest.raises(ConfigError, match=r"sync\.probe: a probe more often than once a second"):
         sync('probe = "500ms"')
     assert sync("watch = false").watch is False
+
+
+def test_an_unexpected_probe_error_is_said_once_and_neither_the_full_pass_nor_watching_stop(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="memsync")
+
+    class Broken:
+        """A provider whose client fails in a way no provider error describes."""
+
+        class http:  # stands in for the provider's attribute
+            @staticmethod
+            def get(path: str, **kwargs: Any) -> Any:
+                raise RuntimeError("the client broke")
+
+        def close(self) -> None:
+            pass
+
+    with served_mem0_server() as server:
+        server.add("alice was here", user_id="alice")
+        running = Probing(server, tmp_path)
+        running.live = Live(
+            running.paths,
+            running.config,
+            running.stop,
+            build=lambda name, config: Broken(),  # type: ignore[arg-type,return-value]
+        )
+        try:
+            running.live.start()
+            running.full_pass()
+            wait_until(
+                lambda: any(
+                    "probe of server failed (the client broke)" in r.getMessage()
+                    for r in caplog.records
+                ),
+                "the error to be logged",
+            )
+            # Still alive: a file another program writes is still picked up.
+            import json
+
+            copy = tmp_path / "copy" / "alice.pmm.jsonl"
+            lines = copy.read_text().splitlines()
+            lines.append(
+                json.dumps(
+                    {"id": "m9", "content": "alice naps", "metadata": {}, "scope_key": "alice"}
+                )
+            )
+            (tmp_path / "copy" / "tmp").write_text("\n".join(lines) + "\n")
+            (tmp_path / "copy" / "tmp").replace(copy)
+            wait_until(lambda: "alice naps" in server.texts("alice"), "the file's memory")
+            broke = [r for r in caplog.records if "the client broke" in r.getMessage()]
+            assert len(broke) == 1
+        finally:
+            running.close()

@@ -175,11 +175,12 @@ class Live:
             self.watcher = None
         with self._lock:
             probes, self.probes = self.probes, []
-        for probe in probes:
-            try:
-                probe.close()
-            except Exception as exc:  # closing an HTTP client: nothing left to lose
-                log.debug("closing the probe of %s: %s", probe.name, exc)
+        with self._asking:  # a probe in flight finishes before its client is closed
+            for probe in probes:
+                try:
+                    probe.close()
+                except Exception as exc:  # closing an HTTP client: nothing left to lose
+                    log.debug("closing the probe of %s: %s", probe.name, exc)
 
     def _load_tokens(self) -> None:
         if not self.probes or not self.paths.database.exists():
@@ -208,24 +209,35 @@ class Live:
         self._wake.set()
 
     def _loop(self) -> None:
+        said: str | None = None
         while not self.stop.is_set():
-            self._wake.wait(self._sleep())
-            self._wake.clear()
-            if self.stop.is_set():
-                return
-            if is_locked(self.paths.lock_file):
-                self.stop.wait(0.2)  # a cycle is running: hints are checked once it is done
-                self._wake.set()
-                continue
-            hints: set[Hint] = set()
-            tokens: Tokens = {}
-            if self._probe_due():
-                found, tokens = self._probe()
-                hints |= found
-            hints |= self._due_retries()
-            hints |= self._changed_stores()
-            if hints:
-                self.guard("live sync", functools.partial(self._run, hints, tokens))()
+            try:
+                self._turn()
+            except Exception as exc:  # the loop must outlive any one turn; the full pass goes on
+                if str(exc) != said:
+                    said = str(exc)
+                    log.exception("live sync: %s; carrying on", exc)
+                self.stop.wait(IDLE)
+
+    def _turn(self) -> None:
+        """Wait for a reason to act, then probe, look at the watched changes, run a cycle."""
+        self._wake.wait(self._sleep())
+        self._wake.clear()
+        if self.stop.is_set():
+            return
+        if is_locked(self.paths.lock_file):
+            self.stop.wait(0.2)  # a cycle is running: hints are checked once it is done
+            self._wake.set()
+            return
+        hints: set[Hint] = set()
+        tokens: Tokens = {}
+        if self._probe_due():
+            found, tokens = self._probe()
+            hints |= found
+        hints |= self._due_retries()
+        hints |= self._changed_stores()
+        if hints:
+            self.guard("live sync", functools.partial(self._run, hints, tokens))()
 
     def _sleep(self) -> float:
         now = time.monotonic()
@@ -277,8 +289,10 @@ class Live:
                 known = dict(self._tokens.get(probe.name, {}))
             try:
                 with self._asking:
+                    if probe not in self.probes:
+                        continue  # closed meanwhile (a reload, a stop)
                     flags = probe.ask(known)
-            except MemsyncError as exc:
+            except Exception as exc:  # a provider error, or one nothing describes: both fall back
                 if probe.name not in self._trouble:
                     self._trouble[probe.name] = str(exc)
                     kind = "cannot be trusted" if isinstance(exc, ProbeUnsure) else "failed"
@@ -315,8 +329,10 @@ class Live:
                 known = dict(self._tokens.get(probe.name, {}))
             try:
                 with self._asking:
+                    if probe not in self.probes:
+                        continue  # closed meanwhile (a reload, a stop)
                     tokens[probe.name] = probe.ask(known).tokens
-            except MemsyncError as exc:
+            except Exception as exc:  # a hint: never the reason a full pass fails
                 log.debug("probe of %s before the full pass: %s", probe.name, exc)
         return tokens
 
