@@ -84,12 +84,17 @@ print(time.time())
 """
 
 
+DAEMONS: list[Daemon] = []
+
+
 def wait_until(condition: Callable[[], object], what: str, timeout: float = DEADLINE) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
             return
         time.sleep(0.005)
+    for daemon in DAEMONS:
+        print("\n".join(daemon.lines[-30:]), file=sys.stderr)
     raise SystemExit(f"bench_live: timed out waiting for {what}")
 
 
@@ -102,7 +107,7 @@ class Daemon:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSYNC_", "MEM0_"))}
         env.update(MEMSYNC_HOME=str(home), MEM0_TELEMETRY="False", PYTHONPATH=str(ROOT / "src"))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "memsync", "daemon"],
+            [sys.executable, "-m", "memsync", "-v", "daemon"],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -111,6 +116,7 @@ class Daemon:
         )
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
+        DAEMONS.append(self)
 
     def _read(self) -> None:
         assert self.proc.stderr is not None

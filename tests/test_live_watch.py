@@ -493,3 +493,28 @@ scope_key = "alice"
     wait_until(lambda: r.live.cycles == 1, "the cycle to finish")
     wait_until(lambda: r.live.own_changes >= 1, "memsync's own write to be seen and ignored")
     assert r.live.cycles == 1
+
+
+def test_an_agent_that_writes_the_moment_memsync_releases_the_store_is_not_mistaken_for_memsync(
+    tmp_path: Path, running: Callable[..., Running]
+) -> None:
+    """An agent waiting for the store (one handle per store) writes as soon as memsync lets go,
+    before memsync's cycle has finished: memsync notes the store before it lets go, so that
+    write is another program's and starts a cycle."""
+    store = init_store(tmp_path / "store")
+    config = fixed_config(tmp_path)
+    raced: list[str] = []
+
+    class Racing(Live):
+        def scope_done(self, scope: Scope | None, report: Any) -> None:
+            if not raced:  # the store is released; the scope's cycle is not over yet
+                raced.append("written")
+                agent_writes(store, "race", "written in the gap")
+            super().scope_done(scope, report)
+
+    r = running(paths_in(tmp_path), config)
+    r.live = Racing(r.paths, config, r.stop)
+    r.live.start()
+    r.full_pass()
+    notes = tmp_path / "notes" / "alice.pmm.jsonl"
+    wait_until(lambda: "written in the gap" in pmm_contents(notes), "the agent's node")

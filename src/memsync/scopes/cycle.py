@@ -63,11 +63,13 @@ def run_scoped_cycle(
     *,
     only_scopes: Iterable[Scope] | None = None,
     on_scope_done: Callable[[Scope, CycleReport], None] | None = None,
+    on_release: Callable[[str], None] | None = None,
 ) -> ScopedCycleReport:
     """One run over every scope (or ``only_scopes``), each scope an engine cycle of its own.
 
-    ``on_scope_done(scope, report)`` runs as each scope's cycle ends, its stores released (the
-    daemon's watcher notes what memsync left in them, ``scopes/triggers.py``).
+    ``on_release(name)`` runs just before a scope's cycle releases a provider it opened, and
+    ``on_scope_done(scope, report)`` as each scope's cycle ends (the daemon's watcher notes
+    what memsync left in each store, ``scopes/triggers.py``).
     """
     run_id = start_shared_run(store, options)
     report = ScopedCycleReport(run_id, options.dry_run, utc_now_iso())
@@ -85,7 +87,9 @@ def run_scoped_cycle(
                 outcome.state = ProviderState.SKIPPED
                 report.interrupted = True
                 continue
-            sub = _sync_scope(config, store, binder, scope, options, run_id, report, outcome)
+            sub = _sync_scope(
+                config, store, binder, scope, options, run_id, report, outcome, on_release
+            )
             if on_scope_done is not None and sub is not None:
                 on_scope_done(scope, sub)
     report.finished_at = utc_now_iso()
@@ -169,6 +173,7 @@ def _sync_scope(
     run_id: int,
     report: ScopedCycleReport,
     outcome: ScopeOutcome,
+    on_release: Callable[[str], None] | None = None,
 ) -> CycleReport | None:
     try:
         providers = binder.bind_all(scope)
@@ -199,6 +204,7 @@ def _sync_scope(
         stop=options.stop,
     )
     engine = build_engine(scoped_config, store, providers, scoped=True)
+    engine.on_release = on_release
     sub = engine.run_cycle(scoped_options, run_id=run_id)
     _merge(report, sub)
     outcome.state = _scope_state(sub)

@@ -37,7 +37,7 @@ from memsync.paths import Paths
 from memsync.providers import build_provider
 from memsync.providers.base import Provider
 from memsync.records import utc_now_iso
-from memsync.scopes.model import Scope, scoped_config_keys, scoped_name
+from memsync.scopes.model import Scope, scoped_config_keys, scoped_name, split_scoped_name
 from memsync.scopes.probes import WHOLE, Probe, ProbeUnsure, probes_for
 from memsync.scopes.watch import (
     Hint,
@@ -99,6 +99,7 @@ class Live:
         self._pending: set[Hint] = set()  # watched changes not yet checked
         self._retry: dict[Hint, _Retry] = {}
         self._left: dict[Hint, Signature] = {}  # each local store as memsync left it
+        self._held: dict[Hint, Signature] = {}  # ...as a cycle releases it, until it is kept
         self._tokens: Tokens = {}  # what staging holds, mirrored here
         self._trouble: dict[str, str] = {}  # probes that failed, and why (said once)
         self._distrusted: dict[str, str] = {}  # probes whose answers a listing contradicted
@@ -453,19 +454,46 @@ class Live:
         if self._full is not None:
             self._full.scope_done(scope, report)
 
+    def released(self, name: str) -> None:
+        if self._full is not None:
+            self._full.released(name)
+
+    def _note_release(self, name: str) -> None:
+        """A cycle is about to release provider NAME: its store's files as memsync leaves them.
+
+        Noted while memsync still holds the store (for mnem, no one else can have written
+        it), and kept once the scope's cycle says the provider was read (``_note_left``).
+        """
+        split = split_scoped_name(name)
+        provider, scope = split if split is not None else (name, None)
+        with self._lock:
+            store = next((s for s in self.stores if s.provider == provider), None)
+        if store is None or (isinstance(store, Mem0LocalStore) and scope is not None):
+            return  # a Mem0 library store stays open for the whole run: noted per scope
+        hint = Hint(provider, scope)
+        signature = store.signature(scope)
+        with self._lock:
+            self._held[hint] = signature
+
     def _note_left(self, scope: Scope | None, report: CycleReport) -> None:
-        """What memsync left in each local store it used for SCOPE, as its cycle ended."""
+        """What memsync left in each local store it read for SCOPE, as that scope's cycle ended."""
         with self._lock:
             stores = list(self.stores)
         for store in stores:
             name = store.provider if scope is None else scoped_name(store.provider, scope)
             outcome = report.providers.get(name)
+            whole = isinstance(store, Mem0LocalStore)
+            hint = Hint(store.provider, None if whole else scope)
+            with self._lock:
+                held = self._held.pop(Hint(store.provider, scope), None)
             if outcome is None or outcome.state not in USABLE:
                 continue  # not read this cycle (skipped, busy): another program's changes stand
-            hint = Hint(store.provider, None if isinstance(store, Mem0LocalStore) else scope)
-            signature = store.signature(hint.scope)
+            if whole and scope is not None:
+                held = store.signature(None)  # the run still holds the Mem0 library's store
+            if held is None:
+                continue
             with self._lock:
-                self._left[hint] = signature
+                self._left[hint] = held
 
     def _keep_tokens(
         self, store: StagingStore, tokens: Tokens, scope: Scope | None, report: CycleReport
@@ -525,6 +553,9 @@ class _RunObserver:
         self.store = store
         if self.tokens is None:
             self.tokens = self.live._probe_tokens()
+
+    def released(self, name: str) -> None:
+        self.live._note_release(name)
 
     def scope_done(self, scope: Scope | None, report: CycleReport) -> None:
         self.live._note_left(scope, report)

@@ -37,10 +37,13 @@ def build_all(config: Config) -> tuple[dict[str, Provider], dict[str, str]]:
 
 
 class CycleObserver(Protocol):
-    """Told, under the cycle lock, as a cycle starts and as each scope's cycle ends (its stores
-    released); the daemon's watcher and probes (``scopes/triggers.py``) keep their notes so."""
+    """Told, under the cycle lock, as a cycle starts, just before it releases each provider it
+    opened (by its name in the cycle), and as each scope's cycle ends; the daemon's watcher
+    and probes (``scopes/triggers.py``) keep their notes so."""
 
     def cycle_starting(self, store: StagingStore) -> None: ...
+
+    def released(self, name: str) -> None: ...
 
     def scope_done(self, scope: Scope | None, report: CycleReport) -> None: ...
 
@@ -73,12 +76,19 @@ def run_sync(
                 observer.cycle_starting(store)
             report: CycleReport
             if scoped_config_keys(config.providers):
-                done = observer.scope_done if observer is not None else None
                 report = run_scoped_cycle(
-                    config, store, providers, options, only_scopes=only_scopes, on_scope_done=done
+                    config,
+                    store,
+                    providers,
+                    options,
+                    only_scopes=only_scopes,
+                    on_scope_done=observer.scope_done if observer is not None else None,
+                    on_release=observer.released if observer is not None else None,
                 )
             else:
-                report = build_engine(config, store, providers).run_cycle(options)
+                engine = build_engine(config, store, providers)
+                engine.on_release = observer.released if observer is not None else None
+                report = engine.run_cycle(options)
                 if observer is not None:
                     observer.scope_done(None, report)
     finally:
