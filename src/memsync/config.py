@@ -341,11 +341,19 @@ class UiConfig(_Strict):
         return self
 
 
+class MetricsConfig(_Strict):
+    """/metrics on the status page's server: labels per configured provider, per scope too
+    only when asked (a team of thousands of scopes would be thousands of series each)."""
+
+    per_scope: bool = False
+
+
 class Config(_Strict):
     sync: SyncConfig
     backup: BackupConfig = BackupConfig()
     pmm: PmmConfig = PmmConfig()
     ui: UiConfig = UiConfig()
+    metrics: MetricsConfig = MetricsConfig()
     providers: dict[str, ProviderConfig]
 
     @field_validator("providers")
