@@ -134,7 +134,9 @@ class Daemon:
             self.proc.kill()
 
     def hinted_seconds(self) -> list[float]:
-        found = [re.search(r" for changes in .*: \w+ in ([\d.]+)s", line) for line in self.lines]
+        found = [
+            re.search(r"sync #\d+ \w+ in ([\d.]+)s for changes in ", line) for line in self.lines
+        ]
         return [float(m.group(1)) for m in found if m]
 
 

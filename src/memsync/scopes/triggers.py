@@ -410,11 +410,11 @@ class Live:
             parts.append(f"{len(report.failures)} failed")
         log.log(
             level,
-            "sync #%d for %s: %s in %.1fs: %s",
+            "sync #%d %s in %.1fs for %s: %s",
             report.run_id,
-            why,
             "ok" if report.exit_code == 0 else "needs attention",
             seconds,
+            why,
             "; ".join(parts),
         )
 
