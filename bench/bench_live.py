@@ -107,7 +107,7 @@ class Daemon:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSYNC_", "MEM0_"))}
         env.update(MEMSYNC_HOME=str(home), MEM0_TELEMETRY="False", PYTHONPATH=str(ROOT / "src"))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "memsync", "-v", "daemon"],
+            [sys.executable, "-m", "memsync", "daemon"],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
