@@ -27,6 +27,7 @@ BENCHES = [
     "bench.bench_server_team",
     "bench.bench_scopes",
     "bench.bench_status_page",
+    "bench.bench_live",
 ]
 
 

@@ -126,7 +126,9 @@ def test_a_database_written_by_todays_code_keeps_every_row_and_id(
     with StagingStore.open(world.db_path) as store:
         assert store.schema_version() == LATEST
     after = snapshot(world.db_path)
-    assert after == before
+    added = {table for table in after["rows"] if table not in before["rows"]}
+    assert all(after["rows"][table] == [] for table in added)  # later migrations' new tables
+    assert {**after, "rows": {t: r for t, r in after["rows"].items() if t not in added}} == before
 
     # And the upgraded database carries on: the open conflict is still there to resolve.
     with StagingStore.open(world.db_path) as store:

@@ -308,10 +308,27 @@ class SyncConfig(_Strict):
     interval: float = 300.0
     full_scan_interval: float = 3600.0
     max_attempts: int = Field(default=5, ge=1)
+    # The daemon's hints (scopes/triggers.py): local stores watched for changes, remote ones
+    # asked every `probe` seconds which scopes changed; the interval cycle stays the full pass.
+    watch: bool = True
+    probe: float | None = None
 
     _durations = field_validator("interval", "full_scan_interval", mode="before")(
         classmethod(lambda cls, v: parse_duration(v))
     )
+
+    @field_validator("probe", mode="before")
+    @classmethod
+    def _probe_period(cls, value: Any) -> float | None:
+        if value is None or (isinstance(value, str) and value.strip().lower() == "off"):
+            return None
+        seconds = parse_duration(value)
+        if seconds < 1.0:
+            raise ValueError(
+                f"a probe more often than once a second is refused (got {value!r}); "
+                'try probe = "5s", or "off"'
+            )
+        return seconds
 
     @field_validator("max_delete", mode="before")
     @classmethod

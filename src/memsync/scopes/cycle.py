@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from memsync.config import Config
@@ -63,8 +63,15 @@ def run_scoped_cycle(
     options: SyncOptions,
     *,
     only_scopes: Iterable[Scope] | None = None,
+    on_scope_done: Callable[[Scope, CycleReport], None] | None = None,
+    on_release: Callable[[str], None] | None = None,
 ) -> ScopedCycleReport:
-    """One run over every scope (or ``only_scopes``), each scope an engine cycle of its own."""
+    """One run over every scope (or ``only_scopes``), each scope an engine cycle of its own.
+
+    ``on_release(name)`` runs just before a scope's cycle releases a provider it opened, and
+    ``on_scope_done(scope, report)`` as each scope's cycle ends (the daemon's watcher notes
+    what memsync left in each store, ``scopes/triggers.py``).
+    """
     run_id = start_shared_run(store, options)
     report = ScopedCycleReport(run_id, options.dry_run, utc_now_iso())
     binder = ScopeBinder(config, bases)
@@ -81,7 +88,11 @@ def run_scoped_cycle(
                 outcome.state = ProviderState.SKIPPED
                 report.interrupted = True
                 continue
-            _sync_scope(config, store, binder, scope, options, run_id, report, outcome)
+            sub = _sync_scope(
+                config, store, binder, scope, options, run_id, report, outcome, on_release
+            )
+            if on_scope_done is not None and sub is not None:
+                on_scope_done(scope, sub)
     report.finished_at = utc_now_iso()
     finish_run(store, report)
     end_shared_run(store, run_id)
@@ -169,17 +180,18 @@ def _sync_scope(
     run_id: int,
     report: ScopedCycleReport,
     outcome: ScopeOutcome,
-) -> None:
+    on_release: Callable[[str], None] | None = None,
+) -> CycleReport | None:
     try:
         providers = binder.bind_all(scope)
     except HostileScope as exc:
         outcome.state, outcome.error = ProviderState.ERROR, str(exc)
         log.debug("%s", exc)  # the report's scope lines say it, once
-        return
+        return None
     except MemsyncError as exc:
         outcome.state, outcome.error = ProviderState.ERROR, f"scope {scope.label}: {exc}"
         log.debug("%s", outcome.error)
-        return
+        return None
     outcome.providers = list(providers)
     entries = {scoped_name(n, scope): config.providers[n] for n in binder.bases}
     scoped_config = config.model_copy(
@@ -199,6 +211,7 @@ def _sync_scope(
         stop=options.stop,
     )
     engine = build_engine(scoped_config, store, providers, scoped=True)
+    engine.on_release = on_release
     sub = engine.run_cycle(scoped_options, run_id=run_id)
     _merge(report, sub)
     outcome.state = _scope_state(sub)
@@ -207,6 +220,7 @@ def _sync_scope(
     if refused and not outcome.discovered:
         refused.insert(0, "no longer discovered; treated as an empty listing")
     outcome.error = "; ".join(refused + errors) or None
+    return sub
 
 
 def _scope_state(sub: CycleReport) -> ProviderState:

@@ -345,6 +345,19 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX verify_results_by_pair ON verify_results (a, b, id);
         """,
     ),
+    Migration(
+        6,
+        "probe tokens: what a remote store's change probe answered per scope when last listed",
+        """
+        CREATE TABLE probe_tokens (
+            provider TEXT NOT NULL,  -- the configured provider's name
+            scope TEXT NOT NULL,  -- the scope's label; '' for a provider of one scope
+            token TEXT NOT NULL,  -- the probe's answer for the scope, before memsync listed it
+            seen_at TEXT NOT NULL,
+            PRIMARY KEY (provider, scope)
+        ) WITHOUT ROWID;
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -27,6 +27,7 @@ from memsync.staging.dirty import DirtySet
 from memsync.staging.journal import Journal
 from memsync.staging.links import Links
 from memsync.staging.outbox import Outbox
+from memsync.staging.probe_tokens import ProbeTokens
 from memsync.staging.providers import ProviderRegistry
 from memsync.staging.records import Records
 from memsync.staging.rows import RECORD_COLUMNS, dumps, record_row, row_record
@@ -64,6 +65,7 @@ class StagingStore:
         self.adoption = AdoptionSearch(conn)
         self.status_counts = StatusCounts(conn)
         self.verify_results = VerifyResults(conn)
+        self.probe_tokens = ProbeTokens(conn)
         self.cycle_outcomes = CycleOutcomes(conn)
 
     # opening ------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -87,6 +87,9 @@ class Engine:
         self.store = store
         self.settings = settings or EngineSettings()
         self.scoped = scoped
+        # Told a provider's name just before the cycle releases it, while memsync still holds
+        # its store (the daemon notes the store's files as memsync left them).
+        self.on_release: Callable[[str], None] | None = None
 
     # the cycle ----------------------------------------------------------------------------
 
@@ -108,6 +111,8 @@ class Engine:
             provider.open()
             self._opened.add(provider.name)
             self._handles.callback(provider.close)
+            if self.on_release is not None:
+                self._handles.callback(self.on_release, provider.name)  # runs before the close
         return provider
 
     def _cycle(self, options: SyncOptions, joined_run: int | None = None) -> CycleReport:
