@@ -14,6 +14,7 @@ from typing import Any
 from memsync.config import Config, load_config
 from memsync.daemon.backups import newest_backups
 from memsync.errors import MemsyncError
+from memsync.exclude import Exclusion
 from memsync.output import print_table, stdout
 from memsync.paths import Paths
 from memsync.records import parse_instant
@@ -43,6 +44,7 @@ def collect_status(paths: Paths) -> dict[str, Any]:
         report["config"]["active"] = config.sync.active
         configured = {
             name: {"type": entry.type, "direction": entry.direction}
+            | ({"exclude": Exclusion.of(entry).describe()} if Exclusion.of(entry) else {})
             for name, entry in config.providers.items()
         }
     except MemsyncError as exc:
@@ -316,6 +318,9 @@ def render_status(report: dict[str, Any]) -> None:
         ("name", "type", "dir", "mirrored", "last cycle", "state", "+/~/-", "last backup"),
         rows,
     )
+    for name, info in sorted(report["providers"].items()):
+        if line := _excluded_line(name, info):
+            stdout.print(line, markup=False)
     outbox = report["outbox"]
     stdout.print(
         f"outbox: {outbox['pending']} pending, {outbox['failed']} failing, {outbox['dead']} dead",
@@ -335,6 +340,24 @@ def render_status(report: dict[str, Any]) -> None:
     cycle = report.get("cycle") or {}
     if cycle.get("running"):
         stdout.print(f"a sync cycle is running now (pid {cycle.get('pid')})", markup=False)
+
+
+def _excluded_line(name: str, info: dict[str, Any]) -> str | None:
+    """What a provider's exclude leaves alone, and the copies made before it (memsync.exclude)."""
+    cycle = info.get("last_cycle") or {}
+    count = int(cycle.get("excluded") or 0)
+    if not count:
+        return None
+    rule = f" ({info['exclude']})" if info.get("exclude") else ""
+    line = f"{name}: {count} record{'s' if count != 1 else ''} excluded{rule}"
+    copies = cycle.get("excluded_copies") or {}
+    if copies:
+        held = ", ".join(f"{other} {n}" for other, n in copies.items())
+        line += (
+            f"; copies made before the exclude stay: {held} (memsync no longer updates or "
+            "deletes them: delete them there if unwanted)"
+        )
+    return line
 
 
 def _scope_note(info: dict[str, Any]) -> str:

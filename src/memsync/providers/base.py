@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Literal
 
 from memsync.errors import ProviderError
+from memsync.exclude import NO_EXCLUSION, Exclusion
 from memsync.records import Outgoing, Record, Skipped
 from memsync.sync.plan import WriteKind
 
@@ -144,6 +145,9 @@ class Provider(ABC):
     type: ClassVar[str]
     family: ClassVar[str]  # the namespace of ids that originate here: "mem0", "mnem", "pmm"...
     capabilities: ClassVar[Capabilities] = Capabilities()
+    # The records memsync leaves alone (config ``exclude``): readers that copy or compare
+    # list through ``exclusion.pages(listing)``. Set by ``providers.build_provider``.
+    exclusion: Exclusion = NO_EXCLUSION
 
     def __init__(self, name: str) -> None:
         self.name = name

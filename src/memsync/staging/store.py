@@ -23,6 +23,7 @@ from memsync.records import Record, utc_now_iso
 from memsync.staging.adoption import AdoptionSearch
 from memsync.staging.conflicts import Conflicts
 from memsync.staging.dirty import DirtySet
+from memsync.staging.excluded import ExcludedRecords
 from memsync.staging.journal import Journal
 from memsync.staging.links import Links
 from memsync.staging.outbox import Outbox
@@ -63,6 +64,7 @@ class StagingStore:
         self.adoption = AdoptionSearch(conn)
         self.status_counts = StatusCounts(conn)
         self.verify_results = VerifyResults(conn)
+        self.excluded = ExcludedRecords(conn)
 
     # opening ------------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from memsync.records import Record, Skipped, is_expired, utc_now_iso
 from memsync.staging.journal import journal_row
 from memsync.staging.records import StagedRef, TokenRefresh
 from memsync.staging.store import StagingStore, record_row
+from memsync.sync.excluded import MirrorExclusion
 
 __all__ = [
     "DeleteLimits",
@@ -72,6 +73,8 @@ class MirrorResult:
     partial_reason: str | None = None
     refused: str | None = None
     reset: bool = False
+    excluded: int = 0  # records its exclude covers (memsync.exclude)
+    excluded_copies: dict[str, int] = field(default_factory=dict)  # made before the rule
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -85,6 +88,8 @@ class MirrorResult:
             "partial_reason": self.partial_reason,
             "refused": self.refused,
             "reset": self.reset,
+            **({"excluded": self.excluded} if self.excluded else {}),
+            **({"excluded_copies": self.excluded_copies} if self.excluded_copies else {}),
         }
 
 
@@ -126,13 +131,14 @@ class Mirror:
         self.result = MirrorResult(provider.name)
         self.records = store.records
         self.records.start_listing()
+        self.exclusion = MirrorExclusion(store, provider)
 
     def run(self, listing: Listing) -> MirrorResult:
         result = self.result
         result.mode = listing.mode
         before = self.store.count_records(self.provider.name)
         try:
-            for page in listing.pages():
+            for page in self.exclusion.pages(listing):
                 self._stage_page(page.records, page.skipped)
                 fault_point("mirror:page")
                 if self.stop is not None and self.stop.is_set():
@@ -146,8 +152,10 @@ class Mirror:
         self._confirm_missing(listing)  # point reads: before the removals transaction
         with self.store.transaction():
             self._removals(listing, before)
+            result.excluded = self.exclusion.settle(listing)
             if listing.complete:
                 self._commit_cursor(listing)
+        result.excluded_copies = self.exclusion.copies()
         fault_point("mirror:committed")
         return result
 
@@ -254,8 +262,8 @@ class Mirror:
     # removals -----------------------------------------------------------------------------
 
     def _missing(self) -> list[StagedRef]:
-        """Staged records this full listing did not return."""
-        return self.records.unseen(self.provider.name)
+        """Staged records this full listing did not return (an excluded one is not gone)."""
+        return self.exclusion.not_excluded(self.records.unseen(self.provider.name))
 
     def _confirm_missing(self, listing: Listing) -> None:
         """Read each missing memory by id when the listing may hide expired ones: what is
@@ -275,7 +283,7 @@ class Mirror:
         if listing.mode == "incremental":
             if not listing.removed:
                 return
-            gone = self.records.refs(name, listing.removed)
+            gone = self.exclusion.not_excluded(self.records.refs(name, listing.removed))
         else:
             if not listing.complete:
                 return
