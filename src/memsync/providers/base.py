@@ -203,7 +203,7 @@ class Provider(ABC):
     def check(self) -> str:
         """Reach the provider and say in a few words what was found; raise if unreachable."""
         listing = self.listing()
-        count = sum(len(page.records) for page in listing.pages())
+        count = sum(len(page.records) for page in self.exclusion.pages(listing))
         return f"reachable, {count} memories in scope"
 
     @abstractmethod
