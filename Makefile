@@ -25,12 +25,12 @@ SDK_SKIP := $(VENV)/mnem-sdk-unavailable
 mnem-sdk: $(STAMP)
 	@rm -f $(SDK_SKIP)
 	@if [ ! -f $(SDK_BUILD) ]; then \
-	    echo "!!! mnem SDK: $(SDK_BUILD) not found; the real-SDK tests will SKIP" >&2; \
+	    echo "!!! mnem SDK: $(SDK_BUILD) not found; the real-SDK tests will SKIP, make demo syncs into a second Mem0 store, make bench skips its real-mnem rows" >&2; \
 	    echo "$(SDK_BUILD) not found" > $(SDK_SKIP); \
 	else \
 	    rc=0; bash $(SDK_BUILD) $(BIN)/python || rc=$$?; \
 	    if [ $$rc -eq 3 ]; then \
-	        echo "!!! mnem SDK: build.sh exit 3 (no Rust toolchain >= 1.85); the real-SDK tests will SKIP" >&2; \
+	        echo "!!! mnem SDK: build.sh exit 3 (no Rust toolchain >= 1.85); the real-SDK tests will SKIP, make demo syncs into a second Mem0 store, make bench skips its real-mnem rows" >&2; \
 	        echo "build.sh exit 3: no Rust toolchain >= 1.85 here" > $(SDK_SKIP); \
 	    elif [ $$rc -ne 0 ]; then \
 	        echo "!!! mnem SDK: build.sh failed (exit $$rc)" >&2; exit $$rc; \

@@ -21,6 +21,7 @@ from memsync.records import parse_instant
 from memsync.scopes import Scope
 from memsync.staging import StagingStore
 from memsync.sync.conflicts import list_conflicts
+from memsync.sync.unsynced import describe, duration, lag_of
 
 
 def collect_status(paths: Paths) -> dict[str, Any]:
@@ -101,7 +102,7 @@ def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
         if cycle is not None:
             cycle["duration_s"] = durations.get(cycle.get("run_id"))
         entry["last_cycle"] = cycle
-        entry["state"] = cycle_state(cycle)
+        entry["state"] = cycle_state(cycle, name=name)
     for outbox in counts.outbox_needing_work():
         _provider_entry(report, outbox.provider)["outbox"][outbox.state] = outbox.actions
         report["outbox"][outbox.state] += outbox.actions
@@ -319,6 +320,10 @@ def render_status(report: dict[str, Any]) -> None:
         rows,
     )
     for name, info in sorted(report["providers"].items()):
+        lag = lag_of(info.get("last_cycle"))
+        if lag is not None and lag.level != "behind":
+            stdout.print(describe(name, info["last_cycle"], lag), markup=False)
+    for name, info in sorted(report["providers"].items()):
         if line := _excluded_line(name, info):
             stdout.print(line, markup=False)
     outbox = report["outbox"]
@@ -385,10 +390,21 @@ def _took(seconds: float | None) -> str:
     return f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.1f}min"
 
 
-def cycle_state(cycle: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A provider's last cycle as one of ok, partial, busy, refused or error, with why."""
+def cycle_state(cycle: dict[str, Any] | None, *, name: str = "") -> dict[str, Any] | None:
+    """A provider's last cycle as one of ok, partial, busy, refused or error, with why, and
+    how long it has gone unsynced (``unsynced``: level, since, for, and a line to show)."""
     if not cycle:
         return None
+    found = _plain_state(cycle)
+    lag = lag_of(cycle)
+    if lag is not None:
+        found["unsynced"] = {**lag.as_dict(), "text": describe(name or "provider", cycle, lag)}
+    if found["kind"] == "busy":
+        found["since"] = cycle.get("busy_since")
+    return found
+
+
+def _plain_state(cycle: dict[str, Any]) -> dict[str, Any]:
     state = cycle.get("state", "")
     if cycle.get("refused"):
         return {"kind": "refused", "gate": cycle["refused"], "text": _cycle_state(cycle)}
@@ -414,7 +430,13 @@ def _cycle_state(cycle: dict[str, Any]) -> str:
     if state == "partial" or cycle.get("partial_reason"):
         return f"partial: {cycle.get('partial_reason') or 'listing incomplete'}"
     if state == "busy" or cycle.get("busy"):
-        return "store busy" + (f": {cycle['error']}" if cycle.get("error") else "")
+        lag = lag_of(cycle)
+        since = (
+            f" since {_when(cycle['busy_since'])} (not synced for {duration(lag.seconds)})"
+            if cycle.get("busy_since") and lag
+            else ""
+        )
+        return f"store busy{since}" + (f": {cycle['error']}" if cycle.get("error") else "")
     return f"{state}: {cycle['error']}" if cycle.get("error") else state
 
 

@@ -37,7 +37,7 @@ from memsync.errors import ConfigError, LockHeld, MemsyncError
 from memsync.lock import daemon_lock, is_locked
 from memsync.paths import Paths
 from memsync.staging.store import checkpoint
-from memsync.sync.report import CycleReport, SyncOptions
+from memsync.sync.report import CycleReport, ProviderState, SyncOptions
 from memsync.sync.runner import run_sync
 from memsync.ui.address import parse_listen
 from memsync.ui.server import UiServer
@@ -254,9 +254,14 @@ class Daemon:
                     name,
                     outcome.mirror.refused,
                 )
-            elif outcome.error:
-                log.warning(
-                    "sync #%d: %s %s: %s", report.run_id, name, outcome.state, outcome.error
+            elif outcome.error:  # busy: sync/unsynced.py warns once it has lasted
+                log.log(
+                    logging.INFO if outcome.state == ProviderState.BUSY else logging.WARNING,
+                    "sync #%d: %s %s: %s",
+                    report.run_id,
+                    name,
+                    outcome.state,
+                    outcome.error,
                 )
         for failure in report.failures[:10]:
             log.warning(

@@ -55,6 +55,10 @@ def _folded_cycle(cycles: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
     for key in ("added", "changed", "removed", "listed", "written", "failed", "excluded"):
         folded[key] = sum(int(c.get(key) or 0) for c in cycles)
+    for key in ("synced_at", "unsynced_since", "busy_since"):  # the scope furthest behind
+        held = [str(c[key]) for c in cycles if c.get(key)]
+        if held:
+            folded[key] = min(held)
     copies: Counter[str] = Counter()
     for cycle in cycles:
         copies.update({split_base(k): v for k, v in (cycle.get("excluded_copies") or {}).items()})

@@ -199,8 +199,11 @@ class Engine:
             outcome.state, outcome.error = ProviderState.BUSY, str(exc)
         except MemsyncError as exc:
             outcome.state, outcome.error = ProviderState.ERROR, str(exc)
-        if outcome.error:
-            log.warning("%s: %s", provider.name, outcome.error)
+        if outcome.error:  # busy is normal for a while: sync/unsynced.py raises its voice
+            busy = outcome.state == ProviderState.BUSY
+            log.log(
+                logging.INFO if busy else logging.WARNING, "%s: %s", provider.name, outcome.error
+            )
 
     def _incremental_allowed(
         self,

@@ -33,6 +33,7 @@ from memsync.records import Record, Skipped, is_expired, utc_now_iso
 from memsync.staging.journal import journal_row
 from memsync.staging.records import StagedRef, TokenRefresh
 from memsync.staging.store import StagingStore, record_row
+from memsync.sync import unsynced
 from memsync.sync.excluded import MirrorExclusion
 
 __all__ = [
@@ -322,5 +323,8 @@ def load_cursor(store: StagingStore, provider: str) -> tuple[str | None, str | N
 
 
 def save_cycle_summary(store: StagingStore, provider: str, summary: dict[str, Any]) -> None:
+    """Keep the provider's cycle for status, with how long it has gone unsynced (``unsynced``)."""
     with store.transaction():
+        previous = store.providers.last_cycle(provider)
+        summary = unsynced.carry(provider, json.loads(previous) if previous else None, summary)
         store.providers.save_last_cycle(provider, json.dumps(summary, default=str))
