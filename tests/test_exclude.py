@@ -154,6 +154,8 @@ def test_excluding_after_a_sync_keeps_every_copy_and_deletes_nothing(
     assert code == 0, out
     assert "agent: 1 record excluded (ids *:_seq)" in out, out
     assert "copies made before the exclude stay: backup 1, old 1" in out, out
+    code, out = memsync(home, monkeypatch, "verify", "agent", "old")  # the copy, told apart
+    assert code == 1 and "only in old: '2'" in out, out
 
     # The counter moves on, the copy is edited in Mem0, then deleted there: none of it
     # reaches the counter, nor the copy.
