@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import translate
 from typing import TYPE_CHECKING
 
@@ -127,9 +127,7 @@ class Exclusion:
         """The listing's pages with the excluded records taken out (the listing itself, its
         completeness and cursor, is untouched)."""
         for page in listing.pages():
-            if self:
-                page.records = self.split(page.records)[0]
-            yield page
+            yield replace(page, records=self.split(page.records)[0]) if self else page
 
 
 NO_EXCLUSION = Exclusion()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from memsync.exclude import CONTENT_KIND_KEY
 from memsync.providers.base import Listing, Page, Provider
@@ -79,8 +80,7 @@ class MirrorExclusion:
                 if record.id in self.ids:  # its content kind changed back: synced again
                     self.thawed.append(record.id)
                     self.ids.discard(record.id)
-            page.records = kept
-            yield page
+            yield replace(page, records=kept)
 
     def not_excluded(self, staged: Sequence[StagedRef]) -> list[StagedRef]:
         """Staged records a listing did not return, less the excluded ones: those are not gone."""
