@@ -22,6 +22,7 @@ from memsync.cli import main
 from memsync.exclude import CONTENT_KIND_KEY, Exclusion, check_glob
 from memsync.providers.mnem import convert
 from tests.conftest import write_config
+from tests.engine_helpers import World
 from tests.mnem_sdk import real_sdk
 from tests.test_e2e_mem0 import App, mem0_table
 from tests.test_e2e_mnem import Agent
@@ -363,3 +364,41 @@ def test_migrate_and_export_leave_the_counter_out_too(
     assert code == 0, out
     contents = [json.loads(line)["content"] for line in exported.read_text().splitlines()[1:]]
     assert sorted(contents) == ["asked about the refund policy", "wants a call back"]
+
+
+def test_any_provider_type_takes_id_globs(tmp_path: Path) -> None:
+    """The rule is generic: here on an in-process provider whose records have ids app0, app1..."""
+    world = World(tmp_path, {"notes": "both", "copy": "both"}, "notes")
+    notes = world.providers["notes"]
+    draft = notes.app_add("draft: not ready")
+    shared = notes.app_add("ready to share")
+    assert world.sync().exit_code == 0
+    assert world.contents("copy") == ["draft: not ready", "ready to share"]
+
+    notes.exclusion = Exclusion((draft,))  # the draft's id as a glob: it and no other
+    notes.app_edit(draft, "draft: still not ready")
+    notes.app_add("shared later")
+    report = world.sync()
+    assert report.exit_code == 0 and report.providers["notes"].mirror.excluded == 1  # type: ignore[union-attr]
+    # the draft's copy stays as it was: neither updated nor deleted
+    assert world.contents("copy") == ["draft: not ready", "ready to share", "shared later"]
+    copy = world.providers["copy"]
+    copy.delete(next(r for r, rec in copy.store.records.items() if "draft" in rec.content))
+    assert world.sync().exit_code == 0
+    assert world.contents("notes") == ["draft: still not ready", "ready to share", "shared later"]
+    assert shared != draft and not notes.exclusion.covers(shared)
+
+
+def test_a_store_left_with_only_excluded_records_is_not_an_empty_listing(tmp_path: Path) -> None:
+    """The empty-listing gate guards against a listing that returns nothing; one that returns
+    only excluded records did answer, and its real delete goes through."""
+    world = World(tmp_path, {"notes": "both", "copy": "both"}, "notes")
+    notes = world.providers["notes"]
+    notes.exclusion = Exclusion((notes.app_add("counter: 7"),))
+    last = notes.app_add("the one memory")
+    assert world.sync().exit_code == 0 and world.contents("copy") == ["the one memory"]
+    notes.delete(last)
+    report = world.sync()
+    assert report.exit_code == 0 and report.providers["notes"].mirror.removed == 1  # type: ignore[union-attr]
+    assert world.contents("copy") == []
+    assert world.sync().exit_code == 0

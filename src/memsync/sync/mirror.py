@@ -291,7 +291,8 @@ class Mirror:
             gone = self._missing()
         if listing.tombstones_expired:  # out of the store by memsync's own tombstone, not gone
             gone = [row for row in gone if not is_expired(row.expiration_date)]
-        if listing.mode == "full" and gone and self.result.listed == 0 and not self.limits.force:
+        listed = self.result.listed + len(self.exclusion.listed)  # excluded: the store answered
+        if listing.mode == "full" and gone and listed == 0 and not self.limits.force:
             self.result.refused = (
                 f"listed no memories but held {before} before; nothing deleted "
                 "(if this is right, run `memsync sync --force-delete`)"
