@@ -402,3 +402,20 @@ def test_a_store_left_with_only_excluded_records_is_not_an_empty_listing(tmp_pat
     assert report.exit_code == 0 and report.providers["notes"].mirror.removed == 1  # type: ignore[union-attr]
     assert world.contents("copy") == []
     assert world.sync().exit_code == 0
+
+
+def test_a_frozen_record_its_store_deleted_stays_until_the_rule_goes(tmp_path: Path) -> None:
+    world = World(tmp_path, {"notes": "both", "copy": "both"}, "notes")
+    notes = world.providers["notes"]
+    counter = notes.app_add("counter: 7")
+    notes.app_add("a memory")
+    notes.app_add("another memory")
+    assert world.sync().exit_code == 0
+    notes.exclusion = Exclusion((counter,))
+    assert world.sync().exit_code == 0
+    notes.delete(counter)  # the adapter clears it while it is excluded: not a delete to carry
+    assert world.sync().exit_code == 0 and world.sync().exit_code == 0
+    assert "counter: 7" in world.contents("copy")
+    notes.exclusion = Exclusion()  # the rule goes: now the record is a memory like any other
+    assert world.sync().exit_code == 0 and world.sync().exit_code == 0
+    assert world.contents("copy") == ["a memory", "another memory"]
