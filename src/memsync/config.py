@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from memsync.errors import ConfigError
+from memsync.exclude import check_glob
 from memsync.ui.address import check_exposure, parse_listen
 
 PROVIDER_TYPES = (
@@ -82,11 +83,51 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _globs(value: Any) -> Any:
+    if isinstance(value, str):
+        raise ValueError(f'expected a list of globs, e.g. ids = ["{value}"]')
+    return value
+
+
+class ExcludeConfig(_Strict):
+    """``exclude``: records memsync leaves alone (``memsync.exclude``), by id glob."""
+
+    ids: tuple[str, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kinds_are_mnem_only(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "content_kinds" in data and cls is ExcludeConfig:
+            raise ValueError("content_kinds: only mnem stores have content kinds; use ids (globs)")
+        return data
+
+    _as_list = field_validator("ids", mode="before")(classmethod(lambda cls, v: _globs(v)))
+    _checked = field_validator("ids")(
+        classmethod(lambda cls, v: tuple(check_glob(glob) for glob in v))
+    )
+
+
+class MnemExcludeConfig(ExcludeConfig):
+    """mnem's ``exclude`` also takes node content kinds."""
+
+    content_kinds: tuple[Literal["note", "claim"], ...] = ()
+
+    @model_validator(mode="after")
+    def _not_every_kind(self) -> MnemExcludeConfig:
+        if {"note", "claim"} <= set(self.content_kinds):
+            raise ValueError(
+                "content_kinds = ['note', 'claim'] excludes every node; to stop syncing this "
+                "store, remove it from the config"
+            )
+        return self
+
+
 class ProviderBase(_Strict):
     """Keys every provider accepts."""
 
     type: str
     direction: Literal["pull", "push", "both"] = "both"
+    exclude: ExcludeConfig | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -248,6 +289,7 @@ class MnemConfig(ProviderBase):
     scope_key: str | None = None  # default: the store directory's name
     busy_timeout: float = 10.0  # how long open() retries while an agent holds the store
     create: bool = False  # initialise a missing store on its first write
+    exclude: MnemExcludeConfig | None = None
 
     @field_validator("path")
     @classmethod

@@ -181,7 +181,7 @@ def migrate(
 def _list_source(source: Provider, report: MigrationReport) -> list[Record]:
     listing = source.listing()
     records: list[Record] = []
-    for page in listing.pages():
+    for page in source.exclusion.pages(listing):
         records.extend(page.records)
         for skipped in page.skipped:
             log.warning("%s: skipped %s: %s", source.name, skipped.id, skipped.reason)

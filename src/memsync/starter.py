@@ -42,6 +42,7 @@ direction = "push"
 # type = "mnem"
 # path = "~/agents/memory"           # the directory holding .mnem
 # direction = "both"
+# exclude = { ids = ["*:_seq"] }     # agent frameworks' counter nodes: not memories
 
 # The hosted Mem0 Platform; the key comes from the environment or a file, never from here:
 # [providers.platform]

@@ -280,7 +280,9 @@ class Daemon:
                     outcome.mirror.refused,
                 )
         for failure in report.provider_failures():  # one line each (sync/failures.py)
-            log.warning("sync #%d: %s", report.run_id, failure.line())
+            # busy is normal for a while: sync/unsynced.py raises its voice once it has lasted
+            level = logging.INFO if failure.busy else logging.WARNING
+            log.log(level, "sync #%d: %s", report.run_id, failure.line())
         self.notifier.status(line)
         if self._backup_after_first_sync and not self.stop.is_set():
             self._backup_after_first_sync = False

@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Literal
 
 from memsync.errors import ProviderError
+from memsync.exclude import NO_EXCLUSION, Exclusion
 from memsync.records import Outgoing, Record, Skipped
 from memsync.sync.plan import WriteKind
 
@@ -149,6 +150,9 @@ class Provider(ABC):
     type: ClassVar[str]
     family: ClassVar[str]  # the namespace of ids that originate here: "mem0", "mnem", "pmm"...
     capabilities: ClassVar[Capabilities] = Capabilities()
+    # The records memsync leaves alone (config ``exclude``): readers that copy or compare
+    # list through ``exclusion.pages(listing)``. Set by ``providers.build_provider``.
+    exclusion: Exclusion = NO_EXCLUSION
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -204,7 +208,7 @@ class Provider(ABC):
     def check(self) -> str:
         """Reach the provider and say in a few words what was found; raise if unreachable."""
         listing = self.listing()
-        count = sum(len(page.records) for page in listing.pages())
+        count = sum(len(page.records) for page in self.exclusion.pages(listing))
         return f"reachable, {count} memories in scope"
 
     @abstractmethod

@@ -24,6 +24,7 @@ from memsync.staging.adoption import AdoptionSearch
 from memsync.staging.conflicts import Conflicts
 from memsync.staging.cycle_outcomes import CycleOutcomes
 from memsync.staging.dirty import DirtySet
+from memsync.staging.excluded import ExcludedRecords
 from memsync.staging.journal import Journal
 from memsync.staging.links import Links
 from memsync.staging.outbox import Outbox
@@ -67,6 +68,7 @@ class StagingStore:
         self.verify_results = VerifyResults(conn)
         self.probe_tokens = ProbeTokens(conn)
         self.cycle_outcomes = CycleOutcomes(conn)
+        self.excluded = ExcludedRecords(conn)
 
     # opening ------------------------------------------------------------------------------
 

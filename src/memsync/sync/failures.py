@@ -39,6 +39,7 @@ class ProviderFailure:
     reason: str  # what went wrong, without the provider's name in front
     scopes: tuple[str, ...] = ()  # scope labels it hit, when not the provider as a whole
     exit_code: int = ProviderError.exit_code
+    busy: bool = False  # another process holds the store: normal for a while, said quietly
 
     def line(self) -> str:
         reason = self.reason
@@ -81,13 +82,16 @@ def provider_failures(report: CycleReport) -> list[ProviderFailure]:
     folded: dict[tuple[str, str], list[str]] = {}
     whole: set[tuple[str, str]] = set()
     codes: dict[tuple[str, str], int] = {}
+    quiet: set[tuple[str, str]] = set()  # busy: another process holds the store
 
-    def add(name: str, reason: str, code: int) -> None:
+    def add(name: str, reason: str, code: int, *, is_busy: bool = False) -> None:
         split = split_scoped_name(name)
         base, scope = (split[0], split[1].label) if split else (name, None)
         key = (base, without_name(name, reason))
         folded.setdefault(key, [])
         codes[key] = max(codes.get(key, 0), code)
+        if is_busy:
+            quiet.add(key)
         if scope is None:
             whole.add(key)
         elif scope not in folded[key]:
@@ -96,11 +100,18 @@ def provider_failures(report: CycleReport) -> list[ProviderFailure]:
     for name, outcome in report.providers.items():
         if outcome.state in (ProviderState.ERROR, ProviderState.BUSY) and outcome.error:
             busy = outcome.state == ProviderState.BUSY
-            add(name, outcome.error, 1 if busy else outcome.exit_code or ProviderError.exit_code)
+            code = 1 if busy else outcome.exit_code or ProviderError.exit_code
+            add(name, outcome.error, code, is_busy=busy)
     for failure in report.provider_notices:
         add(failure.provider, failure.reason, failure.exit_code)
     failures = [
-        ProviderFailure(base, reason, () if (base, reason) in whole else tuple(scopes), codes[key])
+        ProviderFailure(
+            base,
+            reason,
+            () if (base, reason) in whole else tuple(scopes),
+            codes[key],
+            busy=key in quiet,
+        )
         for key, scopes in folded.items()
         for base, reason in [key]
     ]

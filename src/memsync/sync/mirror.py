@@ -37,6 +37,8 @@ from memsync.records import Record, Skipped, is_expired, utc_now_iso
 from memsync.staging.journal import journal_row
 from memsync.staging.records import StagedRef, TokenRefresh
 from memsync.staging.store import StagingStore, record_row
+from memsync.sync import unsynced
+from memsync.sync.excluded import MirrorExclusion
 
 __all__ = [
     "DeleteLimits",
@@ -76,6 +78,8 @@ class MirrorResult:
     partial_reason: str | None = None
     refused: str | None = None
     reset: bool = False
+    excluded: int = 0  # records its exclude covers (memsync.exclude)
+    excluded_copies: dict[str, int] = field(default_factory=dict)  # made before the rule
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +93,8 @@ class MirrorResult:
             "partial_reason": self.partial_reason,
             "refused": self.refused,
             "reset": self.reset,
+            **({"excluded": self.excluded} if self.excluded else {}),
+            **({"excluded_copies": self.excluded_copies} if self.excluded_copies else {}),
         }
 
 
@@ -130,13 +136,14 @@ class Mirror:
         self.result = MirrorResult(provider.name)
         self.records = store.records
         self.records.start_listing()
+        self.exclusion = MirrorExclusion(store, provider)
 
     def run(self, listing: Listing) -> MirrorResult:
         result = self.result
         result.mode = listing.mode
         before = self.store.count_records(self.provider.name)
         try:
-            for page in listing.pages():
+            for page in self.exclusion.pages(listing):
                 self._stage_page(page.records, page.skipped)
                 fault_point("mirror:page")
                 if self.stop is not None and self.stop.is_set():
@@ -150,8 +157,10 @@ class Mirror:
         self._confirm_missing(listing)  # point reads: before the removals transaction
         with self.store.transaction():
             self._removals(listing, before)
+            result.excluded = self.exclusion.settle(listing)
             if listing.complete:
                 self._commit_cursor(listing)
+        result.excluded_copies = self.exclusion.copies()
         fault_point("mirror:committed")
         return result
 
@@ -258,8 +267,8 @@ class Mirror:
     # removals -----------------------------------------------------------------------------
 
     def _missing(self) -> list[StagedRef]:
-        """Staged records this full listing did not return."""
-        return self.records.unseen(self.provider.name)
+        """Staged records this full listing did not return (an excluded one is not gone)."""
+        return self.exclusion.not_excluded(self.records.unseen(self.provider.name))
 
     def _confirm_missing(self, listing: Listing) -> None:
         """Read each missing memory by id when the listing may hide expired (or, asked for the
@@ -282,7 +291,7 @@ class Mirror:
         if listing.mode == "incremental":
             if not listing.removed:
                 return
-            gone = self.records.refs(name, listing.removed)
+            gone = self.exclusion.not_excluded(self.records.refs(name, listing.removed))
         else:
             if not listing.complete:
                 return
@@ -291,7 +300,8 @@ class Mirror:
             gone = [row for row in gone if not is_expired(row.expiration_date)]
         if listing.tombstones_retired or listing.hides_retired:  # Dream retired it: not gone
             gone = [row for row in gone if not row.retired]
-        if listing.mode == "full" and gone and self.result.listed == 0 and not self.limits.force:
+        listed = self.result.listed + len(self.exclusion.listed)  # excluded: the store answered
+        if listing.mode == "full" and gone and listed == 0 and not self.limits.force:
             self.result.refused = (
                 f"listed no memories but held {before} before; nothing deleted "
                 "(if this is right, run `memsync sync --force-delete`)"
@@ -323,5 +333,8 @@ def load_cursor(store: StagingStore, provider: str) -> tuple[str | None, str | N
 
 
 def save_cycle_summary(store: StagingStore, provider: str, summary: dict[str, Any]) -> None:
+    """Keep the provider's cycle for status, with how long it has gone unsynced (``unsynced``)."""
     with store.transaction():
+        previous = store.providers.last_cycle(provider)
+        summary = unsynced.carry(provider, json.loads(previous) if previous else None, summary)
         store.providers.save_last_cycle(provider, json.dumps(summary, default=str))
