@@ -472,8 +472,6 @@ scope_key = "alice"
 """
     )
     r = running(paths_in(tmp_path), config)
-    r.live.start()
-    assert tmp_path / "qdrant" in [store.root for store in r.live.stores]
     subprocess.run(
         [sys.executable, "-c", APP, str(tmp_path), "alice likes tea"],
         check=True,
@@ -483,6 +481,10 @@ scope_key = "alice"
     r.full_pass()
     notes = tmp_path / "notes" / "alice.pmm.jsonl"
     assert pmm_contents(notes) == {"alice likes tea"}
+    # Watching starts once the first memory is synced, so the one hinted cycle counted below
+    # is the second write's (a first-write hint racing the full pass would make it two).
+    r.live.start()
+    assert tmp_path / "qdrant" in [store.root for store in r.live.stores]
     subprocess.run(
         [sys.executable, "-c", APP, str(tmp_path), "alice walks to work"],
         check=True,
