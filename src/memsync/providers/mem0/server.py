@@ -159,14 +159,7 @@ class Mem0ServerProvider(Mem0HttpProvider):
 
     def admin_listing(self, top_k: int = MAX_TOP_K) -> list[Any]:
         """``GET /memories`` without ids: every memory, capped server-wide (admin only)."""
-        body = self.http.get("/memories", params={"top_k": top_k})
-        if isinstance(body, dict):
-            if "results" not in body:
-                raise InvalidResponse(
-                    f"{self.name}: GET /memories answered an object without 'results'"
-                )
-            body = body["results"]
-        return expect_list(self.name, body, "GET /memories")
+        return self._memories(self.http.get("/memories", params={"top_k": top_k}))
 
     # reads ----------------------------------------------------------------------------
 
@@ -192,7 +185,10 @@ class Mem0ServerProvider(Mem0HttpProvider):
         # show_expired: expiry is not deletion. Servers from before 2026-06 ignore it and hide
         # expired memories; their listings say so (hides_expired) for the mirror to confirm.
         params = {**self.scope, "top_k": top_k, "show_expired": "true"}
-        body = self.http.get("/memories", params=params)
+        return self._memories(self.http.get("/memories", params=params))
+
+    def _memories(self, body: Any) -> list[Any]:
+        """The rows of a ``GET /memories`` answer: a bare list, or ``{"results": [...]}``."""
         if isinstance(body, dict):
             if "results" not in body:
                 raise InvalidResponse(
