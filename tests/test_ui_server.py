@@ -95,6 +95,30 @@ def test_a_post_without_the_csrf_token_is_refused_and_changes_nothing(
     assert [c["state"] for c in json.loads(out)] == ["open"]
 
 
+def test_refused_posts_leave_their_connection_usable(world: CutoverWorld, server: UiServer) -> None:
+    """Each refused POST is answered on a connection the client may reuse, a body too long
+    to keep among them; one too long even to read is refused and its connection closed."""
+    with authorised(server) as client:
+        for _ in range(20):
+            assert client.post("/api/resolve", json={"id": world.conflict_id}).status_code == 403
+        assert client.get("/api/status").status_code == 200
+        huge = client.post(
+            "/api/resolve",
+            content=b"{" + b" " * 70000 + b"}",
+            headers={"Content-Type": "application/json", "X-CSRF-Token": server.csrf},
+        )
+        assert huge.status_code == 413 and "connection" not in huge.headers
+        assert client.get("/api/status").status_code == 200
+    with socket.create_connection(server.server_address[:2]) as raw:
+        raw.sendall(
+            b"POST /api/resolve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 99999999\r\n"
+            + f"Authorization: token {server.token}\r\nX-CSRF-Token: {server.csrf}\r\n".encode()
+            + b"Content-Type: application/json\r\n\r\n"  # no byte of it: nothing to reset
+        )
+        answer = raw.makefile("rb").read()
+    assert answer.startswith(b"HTTP/1.1 413") and b"Connection: close" in answer
+
+
 def test_a_rebound_host_name_is_refused(server: UiServer) -> None:
     with authorised(server) as client:
         response = client.get("/api/status", headers={"Host": "attacker.example"})

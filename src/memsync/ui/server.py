@@ -52,7 +52,8 @@ CSP = (
 RESOLVE_LOCK_WAIT = 30.0  # as `memsync resolve`: wait this long for a cycle already running
 STOP_GRACE = 5.0  # seconds a stop waits for requests in flight (a verify, a resolve's cycle)
 IDLE_TIMEOUT = 120.0  # seconds a connection may sit idle between requests
-MAX_BODY = 65536  # bytes of a POST body read; a longer one is cut and its connection closed
+MAX_BODY = 65536  # bytes of a POST body kept; a longer one is refused
+DRAIN_LIMIT = 1 << 20  # a body up to this long is read and dropped, so its connection stays usable
 
 
 class UiServer(ThreadingHTTPServer):
@@ -180,6 +181,8 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = IDLE_TIMEOUT
     body_read = False  # whether this POST's body was read whole
+    raw_body = b""  # this POST's body, read before anything is decided about it
+    body_too_long = False  # past MAX_BODY: read and dropped, and refused
 
     def do_GET(self) -> None:
         with self.server.answering(self.connection):
@@ -187,7 +190,7 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = self.close_connection or self.server.stopping.is_set()
 
     def do_POST(self) -> None:
-        self.body_read = False
+        self._read_body()
         with self.server.answering(self.connection):
             self._post()
         # A body left unread would be taken for the next request on this connection.
@@ -318,14 +321,38 @@ class Handler(BaseHTTPRequestHandler):
                 {"error": "memsync hit an internal error; the details are in its log"},
             )
 
+    def _read_body(self) -> None:
+        """Read the body first, whatever the answer will be: a refused POST whose body
+        stayed in the socket would be taken for the next request, and closing over unread
+        bytes resets the connection under the answer. A body past MAX_BODY is read and
+        dropped (refused as too long); one past DRAIN_LIMIT is left, and its connection
+        closes."""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        self.body_read = 0 <= length <= DRAIN_LIMIT
+        self.body_too_long = not 0 <= length <= MAX_BODY
+        self.raw_body = b""
+        remaining = length if self.body_read else 0
+        while remaining > 0:
+            chunk = self.rfile.read(min(remaining, MAX_BODY))
+            if not chunk:
+                self.body_read = False  # the client hung up mid-body
+                break
+            remaining -= len(chunk)
+            if not self.body_too_long:
+                self.raw_body += chunk
+
     def _json_body(self) -> dict[str, Any] | None:
         if not (self.headers.get("Content-Type") or "").startswith("application/json"):
             self._send_json(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, {"error": "send JSON"})
             return None
-        length = int(self.headers.get("Content-Length") or 0)
-        self.body_read = length <= MAX_BODY
+        if self.body_too_long:
+            self._send_json(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": "the body is too long"})
+            return None
         try:
-            body = json.loads(self.rfile.read(min(length, MAX_BODY)) or b"{}")
+            body = json.loads(self.raw_body or b"{}")
         except ValueError:
             body = None
         if not isinstance(body, dict):
@@ -354,6 +381,9 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _common_headers(self) -> None:
+        if self.command == "POST" and not self.body_read:
+            # A body too long to read: this connection closes after the answer; say so.
+            self.send_header("Connection", "close")
         self.send_header("Cache-Control", "no-store")
         self.send_header("Content-Security-Policy", CSP)
         self.send_header("X-Content-Type-Options", "nosniff")
