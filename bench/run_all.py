@@ -13,7 +13,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHES = [
+# These run first, in this order (cheap ones before long ones); every other bench/bench_*.py
+# follows in name order, so a new module is picked up without being listed here.
+FIRST = [
     "bench.bench_staging",
     "bench.bench_pmm",
     "bench.bench_engine",
@@ -28,10 +30,16 @@ BENCHES = [
 ]
 
 
+def all_benches() -> list[str]:
+    found = sorted(f"bench.{path.stem}" for path in (ROOT / "bench").glob("bench_*.py"))
+    return [m for m in FIRST if m in found] + [m for m in found if m not in FIRST]
+
+
 def main() -> int:
     env = {**os.environ, "MEM0_TELEMETRY": "False", "PYTHONPATH": str(ROOT)}
     failed = []
-    for module in sys.argv[1:] or BENCHES:
+    began = time.monotonic()
+    for module in sys.argv[1:] or all_benches():
         print(f"## {module}", flush=True)
         started = time.monotonic()
         result = subprocess.run(
@@ -45,6 +53,7 @@ def main() -> int:
             failed.append(module)
             print(result.stderr[-2000:], file=sys.stderr)
         print(f"# ({time.monotonic() - started:.0f}s)", flush=True)
+    print(f"# total {time.monotonic() - began:.0f}s", flush=True)
     if failed:
         print(f"failed to run: {', '.join(failed)}", file=sys.stderr)
         return 1
