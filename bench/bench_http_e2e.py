@@ -1,7 +1,7 @@
 """`memsync sync` timed as a user times it, start to exit, against HTTP doubles served over TCP.
 
 Each double (Mem0's server, the Mem0 Platform, Hindsight) runs in a process of its own under
-uvicorn (``bench._served``), every request delayed by the latency a network round trip adds.
+uvicorn (``tests.doubles.served``), every request delayed by the latency a network round trip adds.
 memsync runs as the real command in a subprocess, from a pmm-dir holding 2,000 memories:
 
 - **creates**: the first sync writes all of them into the double;
@@ -32,8 +32,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from tests.doubles.served import KEY, Served
+
 from bench._common import QUICK, Command, memsync_command, report, run_command
-from bench._served import KEY, Served
 from memsync.pmm import Header, write_pmm_file
 from memsync.records import Record
 

@@ -5,6 +5,11 @@ Targets replay in a fixed order: the active backend, the other providers, backup
 At-least-once replay plus origin markers make it effectively once: a write whose outcome
 was lost in a crash shows up in the next mirror under its origin and is recognised, not
 redone. Failures back off exponentially and are parked as dead after ``max_attempts``.
+
+A provider that stops answering (its HTTP client's breaker opens after a few connection
+failures in a row) gets no more writes this cycle: its writes stay pending, their attempts
+unspent, the report says once "NAME unreachable (reason); K writes kept for the next cycle",
+and replay goes on with the other providers.
 """
 
 from __future__ import annotations
@@ -14,7 +19,13 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
-from memsync.errors import AuthError, MemsyncError, ProviderBusy, TransientProviderError
+from memsync.errors import (
+    AuthError,
+    MemsyncError,
+    ProviderBusy,
+    ProviderUnreachable,
+    TransientProviderError,
+)
 from memsync.faults import fault_point
 from memsync.providers.base import Provider, WriteResult
 from memsync.records import parse_instant, utc_now_iso
@@ -153,6 +164,10 @@ class Replay:
                     continue
                 if not self._batch(provider, rows, report, outcome, options):
                     return
+        except ProviderUnreachable as exc:
+            kept = self.store.outbox.count_pending(run_id, provider.name)
+            outcome.state = ProviderState.ERROR
+            outcome.error = f"{exc}; {kept} writes kept for the next cycle"
         except ProviderBusy as exc:
             outcome.state, outcome.error = ProviderState.BUSY, str(exc)
         except MemsyncError as exc:
@@ -189,7 +204,12 @@ class Replay:
         outcome: ProviderOutcome,
         options: SyncOptions,
     ) -> bool:
-        """Write one batch; False when the provider should get no more writes this cycle."""
+        """Write one batch; False when the provider should get no more writes this cycle.
+
+        Raises ``ProviderUnreachable`` if the provider's breaker opened, after putting back as
+        pending every write of the batch without an outcome: those not sent, and those whose
+        failure was part of the run of failures that opened it.
+        """
         ops = ops_for(self.store, rows)
         by_key = {row.key: row for row in rows}
         with self.store.transaction():
@@ -198,12 +218,29 @@ class Replay:
         fault_point("replay:before-batch")
         keep_going = True
         done: list[tuple[OutboxRow, WriteResult]] = []
+        # Transient failures in a row are recorded when the run of them ends (a success, any
+        # other outcome, the end of the batch): if they end in the breaker opening, they were
+        # the provider going away, and their writes are kept instead of spending an attempt.
+        held: list[tuple[OutboxRow, WriteResult]] = []
+        settled: set[int] = set()  # rows whose outcome is recorded or being recorded
+        unreachable: ProviderUnreachable | None = None
         flushed_at = time.monotonic()
         try:
             for result in provider.write_many(list(ops.values())):
                 row = by_key[result.op.key]
-                if self._record_outcome(provider, row, result, report, outcome):
-                    done.append((row, result))
+                if isinstance(result.error, ProviderUnreachable):
+                    # Not sent (or not answered) for want of a server: kept pending below. The
+                    # writes still in flight are waited for, and their outcomes recorded.
+                    unreachable = unreachable or result.error
+                    continue
+                if _in_a_run_of_failures(result):
+                    held.append((row, result))
+                else:
+                    if unreachable is None:
+                        self._record_held(provider, held, report, outcome, settled)
+                    settled.add(row.id)
+                    if self._record_outcome(provider, row, result, report, outcome):
+                        done.append((row, result))
                 fault_point("replay:result")
                 if len(done) >= OUTCOME_GROUP or time.monotonic() - flushed_at > OUTCOME_DELAY:
                     self._remember_written(provider.name, done)
@@ -215,7 +252,28 @@ class Replay:
                     break
         finally:
             self._remember_written(provider.name, done)
+        if unreachable is not None:
+            with self.store.transaction():
+                self.store.outbox.keep_pending(
+                    [int(key) for key in ops if int(key) not in settled], utc_now_iso()
+                )
+            raise unreachable
+        self._record_held(provider, held, report, outcome, settled)
         return keep_going
+
+    def _record_held(
+        self,
+        provider: Provider,
+        held: list[tuple[OutboxRow, WriteResult]],
+        report: CycleReport,
+        outcome: ProviderOutcome,
+        settled: set[int],
+    ) -> None:
+        """The run of failures ended without the breaker opening: record each as failed."""
+        for row, result in held:
+            settled.add(row.id)
+            self._record_outcome(provider, row, result, report, outcome)
+        held.clear()
 
     def _record_outcome(
         self,
@@ -303,6 +361,14 @@ class Replay:
             self.store.links.drop_bases(unlinked)
             self.store.journal.append(journal)
         fault_point("replay:remembered")
+
+
+def _in_a_run_of_failures(result: WriteResult) -> bool:
+    """A failure that may be the provider going away (a timeout, a reset, a refused
+    connection, a 5xx): its record waits to see whether the breaker opens."""
+    return isinstance(result.error, TransientProviderError) and not isinstance(
+        result.error, ProviderBusy
+    )
 
 
 def _restores_own_fields(row: OutboxRow, provider: str) -> bool:

@@ -1,11 +1,13 @@
-"""A test double served over real HTTP in a process of its own, for end-to-end benchmarks.
+"""A test double served over real HTTP in a process of its own: for the benchmarks, which time
+``memsync`` as a user runs it (a subprocess, start to exit, talking TCP to a server), and for
+tests of a server that dies mid-cycle.
 
-The benchmarks time ``memsync`` as a user runs it: a subprocess, start to exit, talking TCP to
-a server. ``Served("mem0-server")`` starts ``python -m bench._served mem0-server``: one double
-from ``tests/doubles`` under uvicorn on a fresh loopback port, every request delayed by
-``latency`` (as a network round trip or a server's key check delays it). The double's own
-process keeps its CPU apart from memsync's, and its request log stays countable through a
-line protocol on stdin (``stats``, ``latency S``, ``die-on-write``).
+``Served("mem0-server")`` starts ``python -m tests.doubles.served mem0-server``: one double
+from ``tests/doubles`` under uvicorn on a loopback port (a fresh one, or the one given, to
+start a server again where it was), every request delayed by ``latency`` (as a network round
+trip or a server's key check delays it). The double's own process keeps its CPU apart from
+memsync's, and its request log stays countable through a line protocol on stdin (``stats``,
+``latency S``, ``die-on-write``: the process exits, unanswering, at the next write it gets).
 
 TCP_NODELAY is set on the listening socket. A socket made by ``socket.socket()`` has protocol
 0, so asyncio does not turn Nagle off for the connections it accepts, and uvicorn writes a
@@ -27,18 +29,18 @@ from pathlib import Path
 from typing import Any
 
 KEY = "bench-key-0123456789"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WRITES = {"POST", "PUT", "DELETE", "PATCH"}
 
 
 class Served:
     """A double in its own process: its base URL, its request count, its CPU time."""
 
-    def __init__(self, kind: str, latency: float = 0.0) -> None:
+    def __init__(self, kind: str, latency: float = 0.0, *, port: int = 0) -> None:
         self.kind = kind
         env = {**os.environ, "MEM0_TELEMETRY": "False", "PYTHONPATH": str(ROOT)}
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "bench._served", kind],
+            [sys.executable, "-m", "tests.doubles.served", kind, str(port)],
             cwd=ROOT,
             env=env,
             stdin=subprocess.PIPE,
@@ -75,6 +77,10 @@ class Served:
     def die_on_write(self) -> None:
         """The process exits at the first write it receives: a server killed mid-cycle."""
         self._ask("die-on-write")
+
+    def wait_dead(self, timeout: float = 120.0) -> int:
+        """Wait for the process to exit on its own (``die_on_write``); its exit code."""
+        return self._process.wait(timeout=timeout)
 
     def close(self) -> None:
         if self._process.poll() is None:
@@ -115,7 +121,7 @@ def _double(kind: str) -> Any:
     raise SystemExit(f"unknown double {kind!r}")
 
 
-def _serve(kind: str) -> None:
+def _serve(kind: str, port: int) -> None:
     import uvicorn
 
     double = _double(kind)
@@ -130,7 +136,7 @@ def _serve(kind: str) -> None:
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
+    listener.bind(("127.0.0.1", port))
     server = uvicorn.Server(
         uvicorn.Config(guarded, log_level="error", lifespan="off", access_log=False)
     )
@@ -165,4 +171,4 @@ def _serve(kind: str) -> None:
 
 
 if __name__ == "__main__":
-    _serve(sys.argv[1])
+    _serve(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 0)
