@@ -35,10 +35,10 @@ from memsync.staging.outbox import OutboxRow
 from memsync.staging.store import StagingStore, record_row
 from memsync.sync.freshness import changed_targets
 from memsync.sync.plan import Action, Topology, WriteKind
+from memsync.sync.recorder import Recorder
 from memsync.sync.report import (
     CycleReport,
     FailureEntry,
-    ProviderOutcome,
     ProviderState,
     SyncOptions,
 )
@@ -162,7 +162,7 @@ class Replay:
                 rows = self._skip_changed_targets(provider, rows, report)
                 if not rows:
                     continue
-                if not self._batch(provider, rows, report, outcome, options):
+                if not self._batch(provider, rows, report, options):
                     return
         except ProviderUnreachable as exc:
             kept = self.store.outbox.count_pending(run_id, provider.name)
@@ -201,10 +201,12 @@ class Replay:
         provider: Provider,
         rows: list[OutboxRow],
         report: CycleReport,
-        outcome: ProviderOutcome,
         options: SyncOptions,
     ) -> bool:
         """Write one batch; False when the provider should get no more writes this cycle.
+
+        Outcomes are recorded by a ``Recorder`` while the provider goes on writing: each one
+        handed over once its write returned, successes in groups, failures one by one.
 
         Raises ``ProviderUnreachable`` if the provider's breaker opened, after putting back as
         pending every write of the batch without an outcome: those not sent, and those whose
@@ -225,65 +227,70 @@ class Replay:
         settled: set[int] = set()  # rows whose outcome is recorded or being recorded
         unreachable: ProviderUnreachable | None = None
         flushed_at = time.monotonic()
-        try:
-            for result in provider.write_many(list(ops.values())):
-                row = by_key[result.op.key]
-                if isinstance(result.error, ProviderUnreachable):
-                    # Not sent (or not answered) for want of a server: kept pending below. The
-                    # writes still in flight are waited for, and their outcomes recorded.
-                    unreachable = unreachable or result.error
-                    continue
-                if _in_a_run_of_failures(result):
-                    held.append((row, result))
-                else:
-                    if unreachable is None:
-                        self._record_held(provider, held, report, outcome, settled)
-                    settled.add(row.id)
-                    if self._record_outcome(provider, row, result, report, outcome):
-                        done.append((row, result))
-                fault_point("replay:result")
-                if len(done) >= OUTCOME_GROUP or time.monotonic() - flushed_at > OUTCOME_DELAY:
-                    self._remember_written(provider.name, done)
-                    done, flushed_at = [], time.monotonic()
-                if isinstance(result.error, AuthError | ProviderBusy):
-                    keep_going = False
-                if _stopping(options):  # SIGTERM: the write in flight is done; stop here
-                    report.interrupted, keep_going = True, False
-                    break
-        finally:
-            self._remember_written(provider.name, done)
+        with Recorder() as recorder:
+            try:
+                for result in provider.write_many(list(ops.values())):
+                    row = by_key[result.op.key]
+                    if isinstance(result.error, ProviderUnreachable):
+                        # Not sent (or not answered) for want of a server: kept pending below.
+                        # The writes still in flight are waited for, their outcomes recorded.
+                        unreachable = unreachable or result.error
+                        continue
+                    if _in_a_run_of_failures(result):
+                        held.append((row, result))
+                    else:
+                        if unreachable is None:
+                            self._record_held(recorder, provider, held, report, settled)
+                        settled.add(row.id)
+                        if self._record_outcome(recorder, provider, row, result, report):
+                            done.append((row, result))
+                    fault_point("replay:result")
+                    if len(done) >= OUTCOME_GROUP or time.monotonic() - flushed_at > OUTCOME_DELAY:
+                        recorder.record(self._remember_written, provider.name, done)
+                        done, flushed_at = [], time.monotonic()
+                    if isinstance(result.error, AuthError | ProviderBusy):
+                        keep_going = False
+                    if _stopping(options):  # SIGTERM: the write in flight is done; stop here
+                        report.interrupted, keep_going = True, False
+                        break
+            finally:
+                if done:
+                    recorder.record(self._remember_written, provider.name, done)
+            if unreachable is None:
+                self._record_held(recorder, provider, held, report, settled)
         if unreachable is not None:
             with self.store.transaction():
                 self.store.outbox.keep_pending(
                     [int(key) for key in ops if int(key) not in settled], utc_now_iso()
                 )
             raise unreachable
-        self._record_held(provider, held, report, outcome, settled)
         return keep_going
 
     def _record_held(
         self,
+        recorder: Recorder,
         provider: Provider,
         held: list[tuple[OutboxRow, WriteResult]],
         report: CycleReport,
-        outcome: ProviderOutcome,
         settled: set[int],
     ) -> None:
         """The run of failures ended without the breaker opening: record each as failed."""
         for row, result in held:
             settled.add(row.id)
-            self._record_outcome(provider, row, result, report, outcome)
+            self._record_outcome(recorder, provider, row, result, report)
         held.clear()
 
     def _record_outcome(
         self,
+        recorder: Recorder,
         provider: Provider,
         row: OutboxRow,
         result: WriteResult,
         report: CycleReport,
-        outcome: ProviderOutcome,
     ) -> bool:
-        """Count a success (recorded with its group); record a failure at once. True if done."""
+        """Count a success (recorded with its group); hand a failure to the recorder at once.
+        True if the write was done."""
+        outcome = report.providers[provider.name]
         if result.error is None:
             report.replayed[row.kind] += 1
             outcome.written += 1
@@ -296,17 +303,22 @@ class Replay:
         message = (
             str(result.error) if isinstance(result.error, MemsyncError) else repr(result.error)
         )
-        with self.store.transaction():
-            self.store.outbox.fail(
-                row.id,
-                dead=dead,
-                error=message[:500],
-                next_attempt_at=(datetime.now(UTC) + delay).isoformat(),
-                now=utc_now_iso(),
-            )
+        recorder.record(
+            self._record_failure, row.id, dead, message[:500], datetime.now(UTC) + delay
+        )
         outcome.failed += 1
         report.failures.append(FailureEntry(provider.name, row.kind, row.link_id, message, dead))
         return False
+
+    def _record_failure(self, action_id: int, dead: bool, error: str, retry: datetime) -> None:
+        with self.store.transaction():
+            self.store.outbox.fail(
+                action_id,
+                dead=dead,
+                error=error,
+                next_attempt_at=retry.isoformat(),
+                now=utc_now_iso(),
+            )
 
     def _remember_written(self, provider: str, done: list[tuple[OutboxRow, WriteResult]]) -> None:
         """Record a group of successes: outbox done, and the writes as the mirror will see them.
