@@ -24,6 +24,7 @@ same double: what the double and this machine cost without memsync.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -92,18 +93,31 @@ class World:
             self.source / "alice.pmm.jsonl", Header("bench", {"user_id": "alice"}), records
         )
 
-    def sync(self, *args: str) -> tuple[Command, int, float]:
-        """The command, the requests the double received meanwhile, and the double's CPU."""
+    def sync(self, *args: str) -> tuple[Command, int, float, str]:
+        """The command, the requests the double received meanwhile, the double's CPU, and
+        what the report says memsync wrote into the double."""
         before = self.served.stats()
         command = run_command(
-            [*memsync_command(), "--config", str(self.config), "sync", *args], self.env
+            [*memsync_command(), "--config", str(self.config), "sync", "--json", *args],
+            self.env,
         )
         after = self.served.stats()
         if command.returncode != 0:
             raise RuntimeError(
                 f"memsync sync exited {command.returncode}:\n{command.stdout}\n{command.stderr}"
             )
-        return command, after["requests"] - before["requests"], after["cpu"] - before["cpu"]
+        remote = json.loads(command.stdout)["providers"]["remote"]
+        wrote = f"{remote['written']:,} written"
+        if remote.get("replanned"):
+            wrote += f", {remote['replanned']:,} held for the next cycle (changed since the mirror)"
+        if remote.get("partial_reason"):
+            wrote += f"; its listing partial: {remote['partial_reason']}"
+        return (
+            command,
+            after["requests"] - before["requests"],
+            after["cpu"] - before["cpu"],
+            wrote,
+        )
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -123,7 +137,7 @@ def at_latency(kind: str) -> None:
         try:
             for step, prepare, args in STEPS:
                 prepare(world)
-                command, requests, _ = world.sync(*args)
+                command, requests, _, wrote = world.sync(*args)
                 floor = requests * LATENCY / CONCURRENCY
                 limit = 1.15 * floor + 2.0
                 report(
@@ -136,7 +150,7 @@ def at_latency(kind: str) -> None:
                 )
                 print(
                     f"# {requests} requests, {command.seconds / floor:.2f}x the floor; "
-                    f"memsync's CPU {command.cpu:.1f}s",
+                    f"memsync's CPU {command.cpu:.1f}s; {wrote}",
                     flush=True,
                 )
         finally:
@@ -150,7 +164,7 @@ def own_time(kind: str) -> None:
         try:
             for step, prepare, args in STEPS:
                 prepare(world)
-                command, requests, double_cpu = world.sync(*args)
+                command, requests, double_cpu, wrote = world.sync(*args)
                 per_memory = command.cpu / N * 1000
                 report(
                     f"memsync CPU per memory, {N / 1000:g}k {step} into {kind} (0 ms/request), "
@@ -162,7 +176,7 @@ def own_time(kind: str) -> None:
                 )
                 print(
                     f"# wall {command.seconds:.2f}s for {requests} requests; the double's own "
-                    f"CPU {double_cpu:.2f}s, in its process",
+                    f"CPU {double_cpu:.2f}s, in its process; {wrote}",
                     flush=True,
                 )
         finally:
