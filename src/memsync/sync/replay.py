@@ -48,7 +48,11 @@ log = logging.getLogger(__name__)
 
 OUTCOME_GROUP = 200  # successful writes recorded per transaction during replay
 OUTCOME_DELAY = 2.0  # ...or after this many seconds, whichever comes first
-REPLAY_BATCH = 1000
+REPLAY_BATCH = 1000  # writes per batch (a freshness check before each, outcomes drained after)
+# ...into a provider that writes a batch in a few calls (the Platform's /v1/batch/, a mnem
+# commit, a PMM file rewritten whole): a batch costs its calls, not its rows, and its
+# freshness check a listing of what changed, memsync's own writes of earlier batches included.
+BATCHED_REPLAY = 10_000
 BACKOFF_BASE = timedelta(seconds=30)
 BACKOFF_MAX = timedelta(hours=1)
 
@@ -152,7 +156,8 @@ class Replay:
             self.use(provider)
             last_id = 0
             while True:
-                rows = self.store.outbox.pending(run_id, provider.name, last_id, REPLAY_BATCH)
+                size = BATCHED_REPLAY if provider.capabilities.batch_writes else REPLAY_BATCH
+                rows = self.store.outbox.pending(run_id, provider.name, last_id, size)
                 if not rows:
                     return
                 last_id = rows[-1].id
