@@ -110,7 +110,7 @@ class World:
         wrote = f"{remote['written']:,} written"
         if remote.get("replanned"):
             wrote += f", {remote['replanned']:,} held for the next cycle (changed since the mirror)"
-        if remote.get("partial_reason"):
+        if remote.get("state") == "partial":
             wrote += f"; its listing partial: {remote['partial_reason']}"
         return (
             command,

@@ -10,7 +10,8 @@ The order of things a crash could separate is unchanged: an outcome is handed ov
 its write returned (nothing is recorded before it is acknowledged), each hand-over is one
 transaction as before, and whatever the recorder committed stays committed. ``drain`` waits
 until everything handed over is committed and raises what failed there (a full disk), so the
-cycle reads staging again only once its own records are in it.
+cycle reads staging again only once its own records are in it. The next batch's writes are
+read from staging on the same thread, before this batch's records (``read``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class Recorder:
@@ -32,6 +35,13 @@ class Recorder:
         """Run ``write(*args)`` after everything handed over before it."""
         self._raise_failed()
         self._handed.append(self._pool.submit(write, *args))
+
+    def read(self, read: Callable[..., T], *args: Any) -> Future[T]:
+        """Run ``read(*args)`` in turn with the writes; its result is ready once drained."""
+        self._raise_failed()
+        future = self._pool.submit(read, *args)
+        self._handed.append(future)
+        return future
 
     def drain(self) -> None:
         """Wait until every write handed over is done; raise the first that failed."""

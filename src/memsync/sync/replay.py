@@ -27,7 +27,7 @@ from memsync.errors import (
     TransientProviderError,
 )
 from memsync.faults import fault_point
-from memsync.providers.base import Provider, WriteResult
+from memsync.providers.base import Provider, WriteOp, WriteResult
 from memsync.records import parse_instant, utc_now_iso
 from memsync.staging.journal import journal_row
 from memsync.staging.links import FirstAgreement, NewBase
@@ -154,21 +154,23 @@ class Replay:
         outcome = report.providers[provider.name]
         try:
             self.use(provider)
-            last_id = 0
-            while True:
-                size = BATCHED_REPLAY if provider.capabilities.batch_writes else REPLAY_BATCH
-                rows = self.store.outbox.pending(run_id, provider.name, last_id, size)
-                if not rows:
-                    return
-                last_id = rows[-1].id
+            size = BATCHED_REPLAY if provider.capabilities.batch_writes else REPLAY_BATCH
+            rows = self.store.outbox.pending(run_id, provider.name, 0, size)
+            ahead: Ahead | None = None  # the writes of ``rows``, read while the last batch wrote
+            while rows:
                 if _stopping(options):
                     report.interrupted = True
                     return
-                rows = self._skip_changed_targets(provider, rows, report)
-                if not rows:
-                    continue
-                if not self._batch(provider, rows, report, options):
-                    return
+                upcoming = self.store.outbox.pending(run_id, provider.name, rows[-1].id, size)
+                fresh = self._skip_changed_targets(provider, rows, report)
+                if fresh:
+                    ops = ahead.ops_of(fresh) if ahead else ops_for(self.store, fresh)
+                    keep_going, ahead = self._batch(provider, fresh, ops, upcoming, report, options)
+                    if not keep_going:
+                        return
+                else:
+                    ahead = None
+                rows = upcoming
         except ProviderUnreachable as exc:
             kept = self.store.outbox.count_pending(run_id, provider.name)
             outcome.state = ProviderState.ERROR
@@ -205,10 +207,13 @@ class Replay:
         self,
         provider: Provider,
         rows: list[OutboxRow],
+        ops: dict[str, WriteOp],
+        upcoming: list[OutboxRow],
         report: CycleReport,
         options: SyncOptions,
-    ) -> bool:
-        """Write one batch; False when the provider should get no more writes this cycle.
+    ) -> tuple[bool, Ahead | None]:
+        """Write one batch: whether the provider gets more writes this cycle, and the writes
+        of the ``upcoming`` batch, read from staging while this one was written.
 
         Outcomes are recorded by a ``Recorder`` while the provider goes on writing: each one
         handed over once its write returned, successes in groups, failures one by one.
@@ -217,7 +222,6 @@ class Replay:
         pending every write of the batch without an outcome: those not sent, and those whose
         failure was part of the run of failures that opened it.
         """
-        ops = ops_for(self.store, rows)
         by_key = {row.key: row for row in rows}
         with self.store.transaction():
             self.store.outbox.supersede_unwritable(row.id for row in rows if row.key not in ops)
@@ -233,6 +237,7 @@ class Replay:
         unreachable: ProviderUnreachable | None = None
         flushed_at = time.monotonic()
         with Recorder() as recorder:
+            reading = recorder.read(ops_for, self.store, upcoming) if upcoming else None
             try:
                 for result in provider.write_many(list(ops.values())):
                     row = by_key[result.op.key]
@@ -269,7 +274,9 @@ class Replay:
                     [int(key) for key in ops if int(key) not in settled], utc_now_iso()
                 )
             raise unreachable
-        return keep_going
+        if reading is None or {r.link_id for r in rows} & {r.link_id for r in upcoming}:
+            return keep_going, None  # read before this batch's records of the same memories
+        return keep_going, Ahead(reading.result())
 
     def _record_held(
         self,
@@ -378,6 +385,23 @@ class Replay:
             self.store.links.drop_bases(unlinked)
             self.store.journal.append(journal)
         fault_point("replay:remembered")
+
+
+class Ahead:
+    """The writes of the next batch, read from staging while the batch before it was written.
+
+    Reading them needs nothing that batch records: its rows are other memories (the next
+    batch is read again when it shares one), whose sources are other providers' records, or
+    records of this provider that the batch does not touch.
+    """
+
+    def __init__(self, ops: dict[str, WriteOp]) -> None:
+        self.ops = ops
+
+    def ops_of(self, rows: list[OutboxRow]) -> dict[str, WriteOp]:
+        """The writes of ``rows`` (the batch, less what the freshness check held back)."""
+        keys = {row.key for row in rows}
+        return {key: op for key, op in self.ops.items() if key in keys}
 
 
 def _in_a_run_of_failures(result: WriteResult) -> bool:
