@@ -16,19 +16,21 @@ $(STAMP): pyproject.toml
 
 # The real mnem SDK (mnem-agents 0.0.7), built offline from ../shared/mnem-sdk into the venv.
 # build.sh exit 3 (no Rust toolchain) or no ../shared: the reason goes to $(SDK_SKIP) and the
-# real-SDK tests skip with it. Any other failure stops here.
+# real-SDK tests skip with it, the demo falls back to a second Mem0 store and says why, the
+# bench skips its mnem rows with it. Any other failure stops here. test, demo and bench all
+# build it this one way.
 SDK_BUILD := ../shared/mnem-sdk/build.sh
 SDK_SKIP := $(VENV)/mnem-sdk-unavailable
 
 mnem-sdk: $(STAMP)
 	@rm -f $(SDK_SKIP)
 	@if [ ! -f $(SDK_BUILD) ]; then \
-	    echo "!!! mnem SDK: $(SDK_BUILD) not found; the real-SDK tests will SKIP" >&2; \
+	    echo "!!! mnem SDK: $(SDK_BUILD) not found; the real-SDK tests will SKIP, make demo syncs into a second Mem0 store, make bench skips its real-mnem rows" >&2; \
 	    echo "$(SDK_BUILD) not found" > $(SDK_SKIP); \
 	else \
 	    rc=0; bash $(SDK_BUILD) $(BIN)/python || rc=$$?; \
 	    if [ $$rc -eq 3 ]; then \
-	        echo "!!! mnem SDK: build.sh exit 3 (no Rust toolchain >= 1.85); the real-SDK tests will SKIP" >&2; \
+	        echo "!!! mnem SDK: build.sh exit 3 (no Rust toolchain >= 1.85); the real-SDK tests will SKIP, make demo syncs into a second Mem0 store, make bench skips its real-mnem rows" >&2; \
 	        echo "build.sh exit 3: no Rust toolchain >= 1.85 here" > $(SDK_SKIP); \
 	    elif [ $$rc -ne 0 ]; then \
 	        echo "!!! mnem SDK: build.sh failed (exit $$rc)" >&2; exit $$rc; \
@@ -48,7 +50,7 @@ chromium:
 	    fi; \
 	fi
 
-demo: $(STAMP)
+demo: $(STAMP) mnem-sdk
 	$(BIN)/python -m memsync.demo
 
 lint: $(STAMP)
@@ -62,7 +64,7 @@ pytest: $(STAMP) mnem-sdk chromium
 
 test: lint typecheck pytest
 
-bench: $(STAMP)
+bench: $(STAMP) mnem-sdk
 	$(BIN)/python bench/run_all.py
 
 integration: $(STAMP)

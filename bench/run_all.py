@@ -25,8 +25,11 @@ FIRST = [
     "bench.bench_first_sync",
     "bench.bench_adopt",
     "bench.bench_http",
+    "bench.bench_rate_limit",
+    "bench.bench_server_team",
     "bench.bench_scopes",
     "bench.bench_status_page",
+    "bench.bench_live",
 ]
 
 

@@ -215,6 +215,8 @@ def test_make_demo_shows_mem0_to_mnem(mnem: ModuleType, tmp_path: Path) -> None:
     assert "new [mnem] (active): reachable" in demo.stdout
     assert demo.stdout.count("reconciled: both hold the same memories") == 2
     assert "Speaks Portuguese and English" in demo.stdout  # written by the mnem agent
+    assert "support-chat:_seq = 1 in mnem only" in demo.stdout  # exclude kept the counter
+    assert "backup (2 scopes)" not in demo.stdout  # the mnem store holds alice's memories
 
 
 CREATED = "2024-03-01T10:00:00.123456-08:00"

@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from memsync.errors import ConfigError
+from memsync.exclude import check_glob
 from memsync.ui.address import check_exposure, parse_listen
 
 PROVIDER_TYPES = (
@@ -33,11 +34,22 @@ PROVIDER_TYPES = (
     "cognee",
     "pmm-dir",
 )
-SCOPE_KEYS = ("user_id", "agent_id", "run_id")
+# The Mem0 Platform's four entity types, in its order; app_id exists on the Platform alone.
+SCOPE_KEYS = ("user_id", "agent_id", "app_id", "run_id")
+PLATFORM_ONLY_KEYS = ("app_id",)
 DEFAULT_MAX_CONTENT_BYTES = 1024 * 1024
 
 # Keys that would carry a secret inline; refused with a message that says how to pass one.
-_SECRET_KEYS = {"api_key", "apikey", "key", "token", "secret", "password", "bearer"}
+_SECRET_KEYS = {
+    "api_key",
+    "apikey",
+    "key",
+    "token",
+    "secret",
+    "password",
+    "bearer",
+    "refresh_token",
+}
 _SECRET_HINT = (
     'secrets are never read from the config file; set api_key_env = "VARIABLE_NAME" '
     '(an environment variable holding the key) or api_key_file = "path/to/file"'
@@ -71,11 +83,51 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _globs(value: Any) -> Any:
+    if isinstance(value, str):
+        raise ValueError(f'expected a list of globs, e.g. ids = ["{value}"]')
+    return value
+
+
+class ExcludeConfig(_Strict):
+    """``exclude``: records memsync leaves alone (``memsync.exclude``), by id glob."""
+
+    ids: tuple[str, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kinds_are_mnem_only(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "content_kinds" in data and cls is ExcludeConfig:
+            raise ValueError("content_kinds: only mnem stores have content kinds; use ids (globs)")
+        return data
+
+    _as_list = field_validator("ids", mode="before")(classmethod(lambda cls, v: _globs(v)))
+    _checked = field_validator("ids")(
+        classmethod(lambda cls, v: tuple(check_glob(glob) for glob in v))
+    )
+
+
+class MnemExcludeConfig(ExcludeConfig):
+    """mnem's ``exclude`` also takes node content kinds."""
+
+    content_kinds: tuple[Literal["note", "claim"], ...] = ()
+
+    @model_validator(mode="after")
+    def _not_every_kind(self) -> MnemExcludeConfig:
+        if {"note", "claim"} <= set(self.content_kinds):
+            raise ValueError(
+                "content_kinds = ['note', 'claim'] excludes every node; to stop syncing this "
+                "store, remove it from the config"
+            )
+        return self
+
+
 class ProviderBase(_Strict):
     """Keys every provider accepts."""
 
     type: str
     direction: Literal["pull", "push", "both"] = "both"
+    exclude: ExcludeConfig | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -137,9 +189,21 @@ def _check_scope(scope: dict[str, str]) -> dict[str, str]:
             )
     if not any(scope.get(k) for k in SCOPE_KEYS):
         raise ValueError(
-            "expected at least one of user_id, agent_id or run_id, e.g. "
+            "expected at least one of user_id, agent_id, app_id or run_id, e.g. "
             "scope = { user_id = \"alice\" }; Mem0 has no 'list everything' call"
         )
+    return scope
+
+
+def _no_platform_only_keys(scope: dict[str, str]) -> dict[str, str]:
+    """The Mem0 library and the self-hosted server know users, agents and runs, not apps."""
+    for key in PLATFORM_ONLY_KEYS:
+        if key in scope:
+            raise ValueError(
+                f"{key} is a Mem0 Platform key: the Mem0 library and the self-hosted server "
+                "store only user_id, agent_id and run_id (mem0 8d5b786), so an app cannot be "
+                "a scope there; remove it, or scope by user_id, agent_id or run_id"
+            )
     return scope
 
 
@@ -156,6 +220,7 @@ class Mem0OssConfig(_Authenticated):
     concurrency: int = Field(default=8, ge=1, le=64)  # embedding calls in flight (writes: 1)
 
     _scope = field_validator("scope")(_check_scope)
+    _scope_keys = field_validator("scope")(_no_platform_only_keys)
     _busy_timeout = field_validator("busy_timeout", mode="before")(
         classmethod(lambda cls, v: parse_duration(v))
     )
@@ -187,8 +252,17 @@ class Mem0ServerConfig(_Http):
     type: Literal["mem0-server"]
     scope: dict[str, str]
     auth: Literal["api-key", "bearer", "none"] = "api-key"
+    # auth = "bearer": the server's single-use refresh token, a file memsync rewrites on use
+    refresh_token_file: Path | None = None
 
     _scope = field_validator("scope")(_check_scope)
+    _scope_keys = field_validator("scope")(_no_platform_only_keys)
+
+    @model_validator(mode="after")
+    def _refresh_needs_bearer(self) -> Mem0ServerConfig:
+        if self.refresh_token_file is not None and self.auth != "bearer":
+            raise ValueError('refresh_token_file goes with auth = "bearer"')
+        return self
 
 
 class Mem0PlatformConfig(_Http):
@@ -198,6 +272,9 @@ class Mem0PlatformConfig(_Http):
     org_id: str | None = None
     project_id: str | None = None
     lookback: float = 600.0
+    # Read only what Dream calls the current truth (latest_only=true): memories already
+    # superseded or merged when first seen are never copied (see docs/dream.md).
+    latest_only: bool = False
 
     _scope = field_validator("scope")(_check_scope)
     _lookback = field_validator("lookback", mode="before")(
@@ -212,6 +289,7 @@ class MnemConfig(ProviderBase):
     scope_key: str | None = None  # default: the store directory's name
     busy_timeout: float = 10.0  # how long open() retries while an agent holds the store
     create: bool = False  # initialise a missing store on its first write
+    exclude: MnemExcludeConfig | None = None
 
     @field_validator("path")
     @classmethod
@@ -272,10 +350,27 @@ class SyncConfig(_Strict):
     interval: float = 300.0
     full_scan_interval: float = 3600.0
     max_attempts: int = Field(default=5, ge=1)
+    # The daemon's hints (scopes/triggers.py): local stores watched for changes, remote ones
+    # asked every `probe` seconds which scopes changed; the interval cycle stays the full pass.
+    watch: bool = True
+    probe: float | None = None
 
     _durations = field_validator("interval", "full_scan_interval", mode="before")(
         classmethod(lambda cls, v: parse_duration(v))
     )
+
+    @field_validator("probe", mode="before")
+    @classmethod
+    def _probe_period(cls, value: Any) -> float | None:
+        if value is None or (isinstance(value, str) and value.strip().lower() == "off"):
+            return None
+        seconds = parse_duration(value)
+        if seconds < 1.0:
+            raise ValueError(
+                f"a probe more often than once a second is refused (got {value!r}); "
+                'try probe = "5s", or "off"'
+            )
+        return seconds
 
     @field_validator("max_delete", mode="before")
     @classmethod
@@ -324,11 +419,19 @@ class UiConfig(_Strict):
         return self
 
 
+class MetricsConfig(_Strict):
+    """/metrics on the status page's server: labels per configured provider, per scope too
+    only when asked (a team of thousands of scopes would be thousands of series each)."""
+
+    per_scope: bool = False
+
+
 class Config(_Strict):
     sync: SyncConfig
     backup: BackupConfig = BackupConfig()
     pmm: PmmConfig = PmmConfig()
     ui: UiConfig = UiConfig()
+    metrics: MetricsConfig = MetricsConfig()
     providers: dict[str, ProviderConfig]
 
     @field_validator("providers")
@@ -410,7 +513,7 @@ def _resolve_paths(config: Config, base_dir: Path) -> Config:
     providers: dict[str, Any] = {}
     for name, provider in config.providers.items():
         updates: dict[str, Any] = {}
-        for key in ("path", "api_key_file", "mem0_config_file"):
+        for key in ("path", "api_key_file", "mem0_config_file", "refresh_token_file"):
             if getattr(provider, key, None) is not None:
                 updates[key] = fix(getattr(provider, key))
         providers[name] = provider.model_copy(update=updates) if updates else provider

@@ -1,19 +1,24 @@
-"""`make demo`: memsync's main job on an embedded default, offline, with no accounts.
+"""`make demo`: memsync's main job, Mem0 -> mnem, on real local stores, offline, no accounts.
 
-Two real local Mem0 stores stand for the two sides of a cutover (old agents write one, new
-agents the other; mnem takes the new side when its SDK is importable), plus a directory of
-PMM backups. The demo seeds them as applications would, runs the real `memsync` commands in
-a throwaway MEMSYNC_HOME, changes both sides (an add, an edit, a delete, one conflict), syncs
-again, and proves with `memsync verify` that both hold the same memories. Two memories show
-that text is carried byte for byte: one spelled in decomposed Unicode (NFD), one padded with
-spaces and a newline; the demo reads them back from the new side and the backup and says so.
+A real local Mem0 store (the old agents') and a real mnem store (the new agents', with the
+SDK `make demo` builds as `make test` does) are the two sides of a cutover, plus a directory
+of PMM backups. The demo seeds them as applications would, runs the real `memsync` commands
+in a throwaway MEMSYNC_HOME, changes both sides (an add, an edit, a delete, one conflict),
+syncs again, and proves with `memsync verify` that both hold the same memories. Two memories
+show that text is carried byte for byte: one spelled in decomposed Unicode (NFD), one padded
+with spaces and a newline; the demo reads them back from the new side and the backup. The
+mnem agent also keeps a chat session the way mnem's session adapters do, with a counter node
+beside it that `exclude` keeps out of Mem0.
+
+Where the mnem SDK cannot be built (no Rust toolchain, no ../shared), a second Mem0 store
+takes the new side, and the demo says why.
 """
 
 from __future__ import annotations
 
 import gc
 import hashlib
-import importlib.util
+import importlib
 import logging
 import os
 import shlex
@@ -34,6 +39,9 @@ SEED_OLD = [
     ("Has a cat called Miso", {"topic": "life"}),
 ]
 SEED_NEW = [("Speaks Portuguese and English", {"topic": "languages"})]
+SESSION = "support-chat"  # a chat session kept as mnem's session adapters keep one
+SESSION_ITEM = "Asked for invoices as PDF"
+COUNTER = f"{SESSION}:_seq"  # the adapter's bookkeeping node: not a memory
 # Texts a normalising tool would change: memsync must hand them back byte for byte.
 NFD_TEXT = unicodedata.normalize("NFD", "Favourite café: Zoë's on Rua Augusta")
 PADDED_TEXT = "  Badge code for the Porto office: 4711  \n"
@@ -60,6 +68,9 @@ config = {{ collection_name = "memories", path = "{store / "qdrant"}", embedding
 def write_config(home: Path, use_mnem: bool) -> Path:
     new_side = (
         f'[providers.new]\ntype = "mnem"\npath = "{home / "stores" / "mnem"}"\n'
+        'scope_key = "alice"  # whose memories the store holds (default: its directory name)\n'
+        "# counters that mnem's session adapters keep beside the memories: not memories\n"
+        'exclude = { ids = ["*:_seq"] }\n'
         if use_mnem
         else mem0_table("new", home)
     )
@@ -159,6 +170,18 @@ class MnemAgent:
         node_id = "note-" + hashlib.sha256(text.encode()).hexdigest()[:12]
         self.sdk.agents.remember(self.store, node_id, text, source="new-agent")
 
+    def session_item(self, session: str, text: str) -> None:
+        """As mnem-openai-agents' add_items: the item and the session's counter, one commit."""
+        counter = self.store.working_node(f"{session}:_seq")
+        seq = 0 if counter is None else counter.content
+        self.store.add(f"{session}:{seq:010d}", text)
+        self.store.add(f"{session}:_seq", seq + 1)
+        self.store.commit(f"add 1 item to {session}", author="new-agent")
+
+    def node(self, node_id: str) -> Any:
+        found = self.store.working_node(node_id)
+        return None if found is None else found.content
+
     def find(self, text: str) -> str:
         nodes = self.store.working_memory().items()
         return str(next(node_id for node_id, node in nodes if node.content == text))
@@ -190,11 +213,41 @@ def show_exact_bytes(home: Path, use_mnem: bool) -> None:
         print(f"{what} memory {text!r} ({size} bytes) arrived unchanged in new and backup")
 
 
+def show_counter_stays(home: Path) -> None:
+    """The session's counter node is still the agent's, and no other store holds a copy."""
+    print(f"\n# exclude: the adapter's counter node {COUNTER} stays in mnem, copied nowhere")
+    with MnemAgent(home) as new:
+        counter = new.node(COUNTER)
+    with Application(home, "old") as old:
+        in_old = old.texts()
+    with Application(home, "backup") as backup:
+        in_backup = backup.texts()
+    if counter != 1 or str(counter) in in_old | in_backup or SESSION_ITEM not in in_old:
+        raise SystemExit(f"demo: {COUNTER} was copied or changed ({counter!r})")
+    print(f"{COUNTER} = {counter} in mnem only; the session's item reached old and backup")
+
+
+def sdk_importable() -> bool:
+    try:
+        importlib.import_module("mnem")
+    except ImportError:
+        return False
+    return True
+
+
+def sdk_missing_reason() -> str:
+    """Why mnem's SDK is not here: what `make mnem-sdk` said, or how to build it."""
+    try:
+        return (Path(sys.prefix) / "mnem-sdk-unavailable").read_text().strip()
+    except FileNotFoundError:
+        return "run `make demo` (it builds the SDK from ../shared/mnem-sdk as `make test` does)"
+
+
 def main() -> None:
     started = time.monotonic()
     os.environ.setdefault("MEM0_TELEMETRY", "False")
     logging.getLogger("mem0").setLevel(logging.ERROR)  # optional-extra warnings, not ours
-    use_mnem = importlib.util.find_spec("mnem") is not None
+    use_mnem = sdk_importable()
     home = Path(tempfile.mkdtemp(prefix="memsync-demo-"))
     write_config(home, use_mnem)
     if use_mnem:  # the agents' mnem store exists before memsync is pointed at it
@@ -208,7 +261,7 @@ def main() -> None:
         + (
             "a mnem store"
             if use_mnem
-            else "a second Mem0 store (mnem's SDK is not importable here)"
+            else f"a second Mem0 store (mnem's SDK is not importable here: {sdk_missing_reason()})"
         )
         + "; backup = PMM files"
     )
@@ -220,12 +273,16 @@ def main() -> None:
     with MnemAgent(home) if use_mnem else Application(home, "new") as new:
         for text, metadata in SEED_NEW:
             new.add(text, metadata)
+        if isinstance(new, MnemAgent):
+            new.session_item(SESSION, SESSION_ITEM)
 
     run(home, "check")
     run(home, "sync", "--dry-run")
     run(home, "sync")
     run(home, "verify", "old", "new")
     show_exact_bytes(home, use_mnem)
+    if use_mnem:
+        show_counter_stays(home)
 
     print("\n# both sides change: an add and a delete on the old side, an edit on the new,")
     print("# and the same memory edited on both (a conflict: the newest edit wins)")

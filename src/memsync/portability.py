@@ -60,7 +60,7 @@ def export_provider(
     listing = provider.listing()
 
     def records() -> Iterator[Record]:
-        for page in listing.pages():
+        for page in provider.exclusion.pages(listing):
             report.skipped.extend(page.skipped)
             for record in page.records:
                 record.origin = provider.origin_of(record)

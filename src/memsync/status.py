@@ -14,12 +14,14 @@ from typing import Any
 from memsync.config import Config, load_config
 from memsync.daemon.backups import newest_backups
 from memsync.errors import MemsyncError
+from memsync.exclude import Exclusion
 from memsync.output import print_table, stdout
 from memsync.paths import Paths
 from memsync.records import parse_instant
 from memsync.scopes import Scope
 from memsync.staging import StagingStore
 from memsync.sync.conflicts import list_conflicts
+from memsync.sync.unsynced import describe, duration, lag_of
 
 
 def collect_status(paths: Paths) -> dict[str, Any]:
@@ -43,6 +45,7 @@ def collect_status(paths: Paths) -> dict[str, Any]:
         report["config"]["active"] = config.sync.active
         configured = {
             name: {"type": entry.type, "direction": entry.direction}
+            | ({"exclude": Exclusion.of(entry).describe()} if Exclusion.of(entry) else {})
             for name, entry in config.providers.items()
         }
     except MemsyncError as exc:
@@ -99,7 +102,7 @@ def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
         if cycle is not None:
             cycle["duration_s"] = durations.get(cycle.get("run_id"))
         entry["last_cycle"] = cycle
-        entry["state"] = cycle_state(cycle)
+        entry["state"] = cycle_state(cycle, name=name)
     for outbox in counts.outbox_needing_work():
         _provider_entry(report, outbox.provider)["outbox"][outbox.state] = outbox.actions
         report["outbox"][outbox.state] += outbox.actions
@@ -316,6 +319,13 @@ def render_status(report: dict[str, Any]) -> None:
         ("name", "type", "dir", "mirrored", "last cycle", "state", "+/~/-", "last backup"),
         rows,
     )
+    for name, info in sorted(report["providers"].items()):
+        lag = lag_of(info.get("last_cycle"))
+        if lag is not None and lag.level != "behind":
+            stdout.print(describe(name, info["last_cycle"], lag), markup=False)
+    for name, info in sorted(report["providers"].items()):
+        if line := _excluded_line(name, info):
+            stdout.print(line, markup=False)
     outbox = report["outbox"]
     stdout.print(
         f"outbox: {outbox['pending']} pending, {outbox['failed']} failing, {outbox['dead']} dead",
@@ -335,6 +345,24 @@ def render_status(report: dict[str, Any]) -> None:
     cycle = report.get("cycle") or {}
     if cycle.get("running"):
         stdout.print(f"a sync cycle is running now (pid {cycle.get('pid')})", markup=False)
+
+
+def _excluded_line(name: str, info: dict[str, Any]) -> str | None:
+    """What a provider's exclude leaves alone, and the copies made before it (memsync.exclude)."""
+    cycle = info.get("last_cycle") or {}
+    count = int(cycle.get("excluded") or 0)
+    if not count:
+        return None
+    rule = f" ({info['exclude']})" if info.get("exclude") else ""
+    line = f"{name}: {count} record{'s' if count != 1 else ''} excluded{rule}"
+    copies = cycle.get("excluded_copies") or {}
+    if copies:
+        held = ", ".join(f"{other} {n}" for other, n in copies.items())
+        line += (
+            f"; copies made before the exclude stay: {held} (memsync no longer updates or "
+            "deletes them: delete them there if unwanted)"
+        )
+    return line
 
 
 def _scope_note(info: dict[str, Any]) -> str:
@@ -362,10 +390,21 @@ def _took(seconds: float | None) -> str:
     return f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.1f}min"
 
 
-def cycle_state(cycle: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A provider's last cycle as one of ok, partial, busy, refused or error, with why."""
+def cycle_state(cycle: dict[str, Any] | None, *, name: str = "") -> dict[str, Any] | None:
+    """A provider's last cycle as one of ok, partial, busy, refused or error, with why, and
+    how long it has gone unsynced (``unsynced``: level, since, for, and a line to show)."""
     if not cycle:
         return None
+    found = _plain_state(cycle)
+    lag = lag_of(cycle)
+    if lag is not None:
+        found["unsynced"] = {**lag.as_dict(), "text": describe(name or "provider", cycle, lag)}
+    if found["kind"] == "busy":
+        found["since"] = cycle.get("busy_since")
+    return found
+
+
+def _plain_state(cycle: dict[str, Any]) -> dict[str, Any]:
     state = cycle.get("state", "")
     if cycle.get("refused"):
         return {"kind": "refused", "gate": cycle["refused"], "text": _cycle_state(cycle)}
@@ -391,7 +430,13 @@ def _cycle_state(cycle: dict[str, Any]) -> str:
     if state == "partial" or cycle.get("partial_reason"):
         return f"partial: {cycle.get('partial_reason') or 'listing incomplete'}"
     if state == "busy" or cycle.get("busy"):
-        return "store busy" + (f": {cycle['error']}" if cycle.get("error") else "")
+        lag = lag_of(cycle)
+        since = (
+            f" since {_when(cycle['busy_since'])} (not synced for {duration(lag.seconds)})"
+            if cycle.get("busy_since") and lag
+            else ""
+        )
+        return f"store busy{since}" + (f": {cycle['error']}" if cycle.get("error") else "")
     return f"{state}: {cycle['error']}" if cycle.get("error") else state
 
 

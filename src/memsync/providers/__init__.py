@@ -8,6 +8,7 @@ from typing import Any
 
 from memsync.config import Config, ProviderConfig
 from memsync.errors import ProviderUnavailable
+from memsync.exclude import Exclusion
 from memsync.providers.base import Provider
 
 # type -> "module:function" building a Provider from (name, config, Config). Imported lazily:
@@ -38,7 +39,9 @@ def build_provider(name: str, config: Config) -> Provider:
             ) from None
         raise
     factory: Callable[[str, Any, Config], Provider] = getattr(module, function)
-    return factory(name, entry, config)
+    provider = factory(name, entry, config)
+    provider.exclusion = Exclusion.of(entry)
+    return provider
 
 
 __all__ = ["FACTORIES", "Provider", "build_provider"]

@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Literal
 
 from memsync.errors import ProviderError
+from memsync.exclude import NO_EXCLUSION, Exclusion
 from memsync.records import Outgoing, Record, Skipped
 from memsync.sync.plan import WriteKind
 
@@ -85,6 +86,11 @@ class Listing(ABC):
     # True when the store has no expiry and memsync takes an expired memory out of it (mnem's
     # tombstone): a missing memory whose date has passed is kept, not deleted elsewhere.
     tombstones_expired: bool = False
+    # The same two for what Dream retired (superseded or merged, see memsync.dream): a
+    # listing asked for the current truth only (the Platform's latest_only) may leave such a
+    # memory out, and a store without Dream states may have had memsync take it out (mnem).
+    hides_retired: bool = False
+    tombstones_retired: bool = False
 
     def __init__(self) -> None:
         self.removed = []
@@ -144,6 +150,9 @@ class Provider(ABC):
     type: ClassVar[str]
     family: ClassVar[str]  # the namespace of ids that originate here: "mem0", "mnem", "pmm"...
     capabilities: ClassVar[Capabilities] = Capabilities()
+    # The records memsync leaves alone (config ``exclude``): readers that copy or compare
+    # list through ``exclusion.pages(listing)``. Set by ``providers.build_provider``.
+    exclusion: Exclusion = NO_EXCLUSION
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -199,7 +208,7 @@ class Provider(ABC):
     def check(self) -> str:
         """Reach the provider and say in a few words what was found; raise if unreachable."""
         listing = self.listing()
-        count = sum(len(page.records) for page in listing.pages())
+        count = sum(len(page.records) for page in self.exclusion.pages(listing))
         return f"reachable, {count} memories in scope"
 
     @abstractmethod

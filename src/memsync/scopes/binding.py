@@ -39,6 +39,7 @@ class Unavailable(Provider):
         super().__init__(inner.name)
         self.inner = inner
         self.error = error
+        self.exclusion = inner.exclusion
         self.type = inner.type  # type: ignore[misc]
         self.family = inner.family  # type: ignore[misc]
         self.capabilities = inner.capabilities  # type: ignore[misc]
@@ -84,6 +85,7 @@ class InScope(Provider):
         super().__init__(inner.name)
         self.inner = inner
         self.prefix = f"[{scope.label}]"
+        self.exclusion = inner.exclusion
         self.type = inner.type  # type: ignore[misc]
         self.family = inner.family  # type: ignore[misc]
         self.capabilities = inner.capabilities  # type: ignore[misc]
@@ -159,6 +161,12 @@ class ScopeBinder:
         return bound
 
     def bind(self, name: str, base: Provider, scope: Scope) -> Provider:
+        """Provider NAME bound to ``scope``; its ``exclude`` holds in every scope."""
+        bound = self._bound(name, base, scope)
+        bound.exclusion = base.exclusion
+        return bound
+
+    def _bound(self, name: str, base: Provider, scope: Scope) -> Provider:
         entry = self.config.providers[name]
         scoped = scoped_name(name, scope)
         if entry.type in MEM0_TYPES:

@@ -53,8 +53,17 @@ def _folded_cycle(cycles: list[dict[str, Any]]) -> dict[str, Any] | None:
         "complete": all(c.get("complete") for c in cycles),
         "run_id": max(int(c.get("run_id") or 0) for c in cycles),
     }
-    for key in ("added", "changed", "removed", "listed", "written", "failed"):
+    for key in ("added", "changed", "removed", "listed", "written", "failed", "excluded"):
         folded[key] = sum(int(c.get(key) or 0) for c in cycles)
+    for key in ("synced_at", "unsynced_since", "busy_since"):  # the scope furthest behind
+        held = [str(c[key]) for c in cycles if c.get(key)]
+        if held:
+            folded[key] = min(held)
+    copies: Counter[str] = Counter()
+    for cycle in cycles:
+        copies.update({split_base(k): v for k, v in (cycle.get("excluded_copies") or {}).items()})
+    if copies:
+        folded["excluded_copies"] = dict(copies)
     troubled = [c for c in cycles if c.get("state") not in ("ok", "skipped")]
     if troubled:
         what = ", ".join(f"{n} {s}" for s, n in sorted(states.items()) if s != "ok")
@@ -67,6 +76,12 @@ def _folded_cycle(cycles: list[dict[str, Any]]) -> dict[str, Any] | None:
         if worst == "partial":
             folded["partial_reason"] = folded["error"]
     return folded
+
+
+def split_base(name: str) -> str:
+    """The configured provider a staging name belongs to (``mem0[user_id=a]`` -> ``mem0``)."""
+    split = split_scoped_name(name)
+    return name if split is None else split[0]
 
 
 def only_scope(report: dict[str, Any], scope: Scope) -> None:

@@ -81,6 +81,9 @@ _MISSING_IN_RECEIVER_OWN = (
     "AND NOT EXISTS (SELECT 1 FROM links b WHERE b.link_id = s.link_id AND b.provider = ?)"
 )
 
+# a memory one of whose records a provider's exclude covers is never planned (memsync.exclude)
+_NEVER_EXCLUDED = "DELETE FROM temp.dirty WHERE link_id IN (SELECT link_id FROM excluded_records)"
+
 
 class DirtySet:
     """The dirty set of the cycle under way (``store.dirty``)."""
@@ -108,6 +111,7 @@ class DirtySet:
             conn.execute(query)
         for receiver in receivers:
             conn.execute(missing, (receiver,))
+        conn.execute(_NEVER_EXCLUDED)
         return int(conn.execute("SELECT COUNT(*) FROM temp.dirty").fetchone()[0])
 
     def after(self, last: str, limit: int) -> list[str]:

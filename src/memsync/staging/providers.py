@@ -79,3 +79,7 @@ class ProviderRegistry:
             "updated_at = excluded.updated_at",
             (name, cursor, full_scan_at, now),
         )
+
+    def forget_full_scan(self, name: str) -> None:
+        """Make NAME's next listing a full one (its last full listing no longer counts)."""
+        self.conn.execute("UPDATE cursors SET full_scan_at = NULL WHERE provider = ?", (name,))

@@ -345,6 +345,42 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX verify_results_by_pair ON verify_results (a, b, id);
         """,
     ),
+    Migration(
+        6,
+        "probe tokens: what a remote store's change probe answered per scope when last listed",
+        """
+        CREATE TABLE IF NOT EXISTS probe_tokens (
+            provider TEXT NOT NULL,  -- the configured provider's name
+            scope TEXT NOT NULL,  -- the scope's label; '' for a provider of one scope
+            token TEXT NOT NULL,  -- the probe's answer for the scope, before memsync listed it
+            seen_at TEXT NOT NULL,
+            PRIMARY KEY (provider, scope)
+        ) WITHOUT ROWID;
+        """,
+    ),
+    Migration(
+        7,
+        "excluded records: what a provider's exclude covers, never planned (memsync.exclude)",
+        """
+        -- Records a provider's exclude covers, listed or staged, with the memory key they are
+        -- (or would be) linked as: a memory with such a key is never planned. (IF NOT EXISTS:
+        -- tests/test_schema_checks.py makes it ahead of migration 5, as today's engine needs it.)
+        CREATE TABLE IF NOT EXISTS excluded_records (
+            provider TEXT NOT NULL,
+            provider_id TEXT NOT NULL,
+            link_id TEXT NOT NULL,
+            since TEXT NOT NULL,
+            PRIMARY KEY (provider, provider_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS excluded_records_by_link ON excluded_records (link_id);
+        -- The rule each provider's rows were found with (memsync.exclude.Exclusion.key).
+        CREATE TABLE IF NOT EXISTS exclude_rules (
+            provider TEXT PRIMARY KEY,
+            rule TEXT NOT NULL,
+            since TEXT NOT NULL
+        ) WITHOUT ROWID;
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -21,10 +21,13 @@ from memsync.paths import make_private_dir
 from memsync.records import Record, utc_now_iso
 from memsync.staging.adoption import AdoptionSearch
 from memsync.staging.conflicts import Conflicts
+from memsync.staging.cycle_outcomes import CycleOutcomes
 from memsync.staging.dirty import DirtySet
+from memsync.staging.excluded import ExcludedRecords
 from memsync.staging.journal import Journal
 from memsync.staging.links import Links
 from memsync.staging.outbox import Outbox
+from memsync.staging.probe_tokens import ProbeTokens
 from memsync.staging.providers import ProviderRegistry
 from memsync.staging.records import Records
 from memsync.staging.rows import RECORD_COLUMNS, dumps, record_row, row_record
@@ -64,6 +67,9 @@ class StagingStore:
         self.adoption = AdoptionSearch(conn)
         self.status_counts = StatusCounts(conn)
         self.verify_results = VerifyResults(conn)
+        self.probe_tokens = ProbeTokens(conn)
+        self.cycle_outcomes = CycleOutcomes(conn)
+        self.excluded = ExcludedRecords(conn)
 
     @functools.cached_property
     def db(self) -> sqlite_utils.Database:
@@ -162,6 +168,11 @@ class StagingStore:
         """SQLite's own integrity check: 'ok' or the first problem found."""
         row = self.conn.execute("PRAGMA quick_check").fetchone()
         return str(row[0])
+
+    def data_version(self) -> int:
+        """A number that changes when another connection commits: a poll that costs nothing."""
+        row = self.conn.execute("PRAGMA data_version").fetchone()
+        return int(row[0])
 
     # transactions -------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -87,6 +87,9 @@ class Engine:
         self.store = store
         self.settings = settings or EngineSettings()
         self.scoped = scoped
+        # Told a provider's name just before the cycle releases it, while memsync still holds
+        # its store (the daemon notes the store's files as memsync left them).
+        self.on_release: Callable[[str], None] | None = None
 
     # the cycle ----------------------------------------------------------------------------
 
@@ -108,6 +111,8 @@ class Engine:
             provider.open()
             self._opened.add(provider.name)
             self._handles.callback(provider.close)
+            if self.on_release is not None:
+                self._handles.callback(self.on_release, provider.name)  # runs before the close
         return provider
 
     def _cycle(self, options: SyncOptions, joined_run: int | None = None) -> CycleReport:
@@ -166,6 +171,7 @@ class Engine:
             summary["finished_at"] = report.finished_at
             summary["run_id"] = report.run_id
             summary["busy"] = outcome.state == ProviderState.BUSY
+            summary["last_ok_at"] = _last_ok_at(self.store, name, report, outcome)
             save_cycle_summary(self.store, name, summary)
         if record_run:
             finish_run(self.store, report)
@@ -199,8 +205,9 @@ class Engine:
             outcome.state, outcome.error = ProviderState.BUSY, str(exc)
         except MemsyncError as exc:
             outcome.state, outcome.error = ProviderState.ERROR, str(exc)
-        if outcome.error:
-            log.warning("%s: %s", provider.name, outcome.error)
+            outcome.exit_code = exc.exit_code
+        if outcome.error:  # reported once, with the cycle's other failures (sync/failures.py)
+            log.debug("%s: %s", provider.name, outcome.error)
 
     def _incremental_allowed(
         self,
@@ -278,6 +285,18 @@ def start_shared_run(store: StagingStore, options: SyncOptions) -> int:
 
 def end_shared_run(store: StagingStore, run_id: int) -> None:
     _prune_outbox(store, run_id)
+
+
+def _last_ok_at(
+    store: StagingStore, name: str, report: CycleReport, outcome: ProviderOutcome
+) -> str | None:
+    """When NAME last took part in a whole cycle that could carry its changes (this one, if
+    it did; else what its previous summary said), for status and /metrics."""
+    if outcome.state in USABLE and not report.dry_run and not report.interrupted:
+        return report.finished_at
+    previous = store.providers.last_cycle(name)
+    found = json.loads(previous).get("last_ok_at") if previous else None
+    return found if isinstance(found, str) else None
 
 
 def finish_run(store: StagingStore, report: CycleReport) -> None:

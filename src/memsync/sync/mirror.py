@@ -9,7 +9,11 @@ would lose more than ``max_delete``, is refused, not emptied.
 Hidden is not deleted: when a listing may hide expired memories (``hides_expired``: a server
 that cannot be asked to show them), a missing one is read by id before any delete is inferred;
 when memsync itself takes expired memories out of a store without expiry
-(``tombstones_expired``: mnem), a missing one whose staged date has passed is kept.
+(``tombstones_expired``: mnem), a missing one whose staged date has passed is kept. The same
+holds for what Dream retired (``memsync.dream``): a listing of the current truth only
+(``hides_retired``) has each missing memory read by id, except those staged as retired already,
+which are kept; a store memsync takes retired memories out of (``tombstones_retired``) keeps
+those too.
 
 A record read ``detached`` (an agent rewrote it through a store's own API and the fields memsync
 keeps beside the text there are gone, see ``Record.detached``) whose staged version still had
@@ -33,6 +37,8 @@ from memsync.records import Record, Skipped, is_expired, utc_now_iso
 from memsync.staging.journal import journal_row
 from memsync.staging.records import StagedRef, TokenRefresh
 from memsync.staging.store import StagingStore, record_row
+from memsync.sync import unsynced
+from memsync.sync.excluded import MirrorExclusion
 
 __all__ = [
     "DeleteLimits",
@@ -72,6 +78,8 @@ class MirrorResult:
     partial_reason: str | None = None
     refused: str | None = None
     reset: bool = False
+    excluded: int = 0  # records its exclude covers (memsync.exclude)
+    excluded_copies: dict[str, int] = field(default_factory=dict)  # made before the rule
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -85,6 +93,8 @@ class MirrorResult:
             "partial_reason": self.partial_reason,
             "refused": self.refused,
             "reset": self.reset,
+            **({"excluded": self.excluded} if self.excluded else {}),
+            **({"excluded_copies": self.excluded_copies} if self.excluded_copies else {}),
         }
 
 
@@ -126,13 +136,14 @@ class Mirror:
         self.result = MirrorResult(provider.name)
         self.records = store.records
         self.records.start_listing()
+        self.exclusion = MirrorExclusion(store, provider)
 
     def run(self, listing: Listing) -> MirrorResult:
         result = self.result
         result.mode = listing.mode
         before = self.store.count_records(self.provider.name)
         try:
-            for page in listing.pages():
+            for page in self.exclusion.pages(listing):
                 self._stage_page(page.records, page.skipped)
                 fault_point("mirror:page")
                 if self.stop is not None and self.stop.is_set():
@@ -146,8 +157,10 @@ class Mirror:
         self._confirm_missing(listing)  # point reads: before the removals transaction
         with self.store.transaction():
             self._removals(listing, before)
+            result.excluded = self.exclusion.settle(listing)
             if listing.complete:
                 self._commit_cursor(listing)
+        result.excluded_copies = self.exclusion.copies()
         fault_point("mirror:committed")
         return result
 
@@ -254,18 +267,21 @@ class Mirror:
     # removals -----------------------------------------------------------------------------
 
     def _missing(self) -> list[StagedRef]:
-        """Staged records this full listing did not return."""
-        return self.records.unseen(self.provider.name)
+        """Staged records this full listing did not return (an excluded one is not gone)."""
+        return self.exclusion.not_excluded(self.records.unseen(self.provider.name))
 
     def _confirm_missing(self, listing: Listing) -> None:
-        """Read each missing memory by id when the listing may hide expired ones: what is
-        found is staged as listed (with its date), so only a memory really gone is removed."""
-        if not listing.hides_expired or listing.mode != "full" or not listing.complete:
+        """Read each missing memory by id when the listing may hide expired (or, asked for the
+        current truth only, retired) ones: what is found is staged as listed (with its date and
+        Dream's marks), so only a memory really gone is removed."""
+        hides = listing.hides_expired or listing.hides_retired
+        if not hides or listing.mode != "full" or not listing.complete:
             return
+        missing = self._missing()
+        if not listing.hides_expired:  # retired ones stay out of such listings: known, kept
+            missing = [row for row in missing if not row.retired]
         found = [
-            record
-            for row in self._missing()
-            if (record := self.provider.get(row.provider_id)) is not None
+            record for row in missing if (record := self.provider.get(row.provider_id)) is not None
         ]
         if found:
             self._stage_page(found, [])
@@ -275,14 +291,17 @@ class Mirror:
         if listing.mode == "incremental":
             if not listing.removed:
                 return
-            gone = self.records.refs(name, listing.removed)
+            gone = self.exclusion.not_excluded(self.records.refs(name, listing.removed))
         else:
             if not listing.complete:
                 return
             gone = self._missing()
         if listing.tombstones_expired:  # out of the store by memsync's own tombstone, not gone
             gone = [row for row in gone if not is_expired(row.expiration_date)]
-        if listing.mode == "full" and gone and self.result.listed == 0 and not self.limits.force:
+        if listing.tombstones_retired or listing.hides_retired:  # Dream retired it: not gone
+            gone = [row for row in gone if not row.retired]
+        listed = self.result.listed + len(self.exclusion.listed)  # excluded: the store answered
+        if listing.mode == "full" and gone and listed == 0 and not self.limits.force:
             self.result.refused = (
                 f"listed no memories but held {before} before; nothing deleted "
                 "(if this is right, run `memsync sync --force-delete`)"
@@ -314,5 +333,8 @@ def load_cursor(store: StagingStore, provider: str) -> tuple[str | None, str | N
 
 
 def save_cycle_summary(store: StagingStore, provider: str, summary: dict[str, Any]) -> None:
+    """Keep the provider's cycle for status, with how long it has gone unsynced (``unsynced``)."""
     with store.transaction():
+        previous = store.providers.last_cycle(provider)
+        summary = unsynced.carry(provider, json.loads(previous) if previous else None, summary)
         store.providers.save_last_cycle(provider, json.dumps(summary, default=str))

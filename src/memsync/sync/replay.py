@@ -172,9 +172,12 @@ class Replay:
                     ahead = None
                 rows = upcoming
         except ProviderUnreachable as exc:
+            # Said once, through the report's failure path (sync/failures.py): the outcome's
+            # error and the notice carry the same sentence, which folds into one line.
             kept = self.store.outbox.count_pending(run_id, provider.name)
-            outcome.state = ProviderState.ERROR
-            outcome.error = f"{exc}; {kept} writes kept for the next cycle"
+            said = f"{exc}; {kept} writes kept for the next cycle"
+            outcome.state, outcome.error = ProviderState.ERROR, said
+            report.report_failure(provider.name, said)
         except ProviderBusy as exc:
             outcome.state, outcome.error = ProviderState.BUSY, str(exc)
         except MemsyncError as exc:

@@ -158,7 +158,7 @@ def _inventory(
     counts: Counter[str] = Counter()
     examples: dict[str, tuple[str, dict[str, Any]]] = {}
     listing = provider.listing()
-    for page in listing.pages():
+    for page in provider.exclusion.pages(listing):
         for record in page.records:
             # the same notion of "the same memory" as sync's fingerprint: a store that strips
             # text, or a target written before texts were carried exactly, still agrees

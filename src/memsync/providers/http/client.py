@@ -27,8 +27,16 @@ from memsync.errors import (
     ProviderUnreachable,
     TransientProviderError,
 )
-from memsync.providers.http.auth import AuthScheme, HeaderAuth, auth_header, check_base_url
+from memsync.providers.http.auth import (
+    AuthScheme,
+    HeaderAuth,
+    RenewingBearer,
+    TokenSource,
+    auth_header,
+    check_base_url,
+)
 from memsync.providers.http.breaker import Breaker
+from memsync.providers.http.pacing import RateLimitPacer, Ticket
 from memsync.providers.http.retry import (
     NotSent,
     RateLimited,
@@ -52,8 +60,9 @@ class HttpClient:
 
     ``transport`` lets tests serve the real request/response cycle from an in-process app;
     ``sleep`` lets them see the waits asked for without waiting. It is safe to call from
-    ``concurrency`` threads at once: they share one connection pool of that size and one
-    ``SharedBackoff``.
+    ``concurrency`` threads at once: they share one connection pool of that size, one
+    ``SharedBackoff`` and one ``RateLimitPacer`` (pass the provider's, so that every client it
+    makes, one per scope, paces on the same window).
     """
 
     def __init__(
@@ -70,6 +79,9 @@ class HttpClient:
         sleep: Callable[[float], None] = time.sleep,
         headers: Mapping[str, str] | None = None,
         concurrency: int = 1,
+        pacer: RateLimitPacer | None = None,
+        tokens: TokenSource | None = None,
+        auth_advice: str | None = None,
     ) -> None:
         self.provider = provider
         self.base_url = check_base_url(provider, base_url, allow_insecure_http=allow_insecure_http)
@@ -79,8 +91,16 @@ class HttpClient:
         self._sleep = sleep
         self.backoff = SharedBackoff()
         self.breaker = Breaker(provider)
+        self.pacer = pacer if pacer is not None else RateLimitPacer()
         pool = max(1, concurrency)
-        hook = HeaderAuth(*auth_header(auth, self.secret)) if self.secret else None
+        self.auth = "bearer" if tokens is not None else auth
+        self.auth_advice = auth_advice  # what to do about a refused credential, when known
+        hook: httpx.Auth | None = None
+        self.credential: str | None = None  # where the credential comes from, safe to show
+        if tokens is not None:
+            hook, self.credential = RenewingBearer(tokens), tokens.source
+        elif self.secret is not None:
+            hook, self.credential = HeaderAuth(*auth_header(auth, self.secret)), self.secret.source
         self._client = httpx.Client(
             base_url=self.base_url,
             auth=hook,
@@ -199,6 +219,14 @@ class HttpClient:
         def spent() -> float:
             return time.monotonic() - started - waits["slept"] + waits["asked"]
 
+        def pace(ticket: Ticket) -> Ticket:
+            # Waiting for the rate limit's next window is no retry: it spends no budget.
+            if ticket.wait > 0:
+                before = time.monotonic()
+                self._sleep(ticket.wait)
+                waits["slept"] += time.monotonic() - before
+            return ticket
+
         def retryable(exc: BaseException) -> bool:
             if isinstance(exc, ProviderUnreachable):
                 return False  # the breaker is open: nothing is sent to it this cycle
@@ -222,8 +250,9 @@ class HttpClient:
             return spent() + upcoming > policy.max_elapsed
 
         def before_sleep(state: RetryCallState) -> None:
+            # A retry is not yet a failure: one that gives up is reported once, by the cycle.
             exc = state.outcome.exception() if state.outcome else None
-            log.warning(
+            log.info(
                 "%s; retrying in %.2fs (attempt %d of %d)",
                 exc,
                 state.upcoming_sleep,
@@ -245,7 +274,9 @@ class HttpClient:
                 with attempt:
                     attempts += 1
                     honour, retried["waited"] = not retried["waited"], False
-                    result = parse(self._once(method, path, accept, honour, **kwargs))
+                    self.breaker.check()  # an unreachable provider is not even paced for
+                    ticket = pace(self.pacer.reserve(method, path))
+                    result = parse(self._once(method, path, accept, honour, ticket, **kwargs))
                     if attempts > 1:
                         self.backoff.release()
                     return result
@@ -256,13 +287,19 @@ class HttpClient:
         raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
 
     def _once(
-        self, method: str, path: str, accept: tuple[int, ...], honour_backoff: bool, **kwargs: Any
+        self,
+        method: str,
+        path: str,
+        accept: tuple[int, ...],
+        honour_backoff: bool,
+        ticket: Ticket,
+        **kwargs: Any,
     ) -> httpx.Response:
         where = f"{method} {path}"
         pause = self.backoff.remaining() if honour_backoff else 0.0
         if pause > 0:  # another worker was told to slow down: so is this one
             self._sleep(pause)
-        self.breaker.check()
+        response: httpx.Response | None = None
         try:
             response = self._client.request(method, path, **kwargs)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
@@ -280,6 +317,8 @@ class HttpClient:
             raise TransientProviderError(
                 f"{self.provider}: {where} failed: connection lost ({_reason(exc)})"
             ) from None
+        finally:  # every answer, a 429 too, tells the pacer where the window stands
+            self.pacer.done(ticket, response.headers if response is not None else None)
         self.breaker.answered()
         log.debug("%s: %s -> HTTP %d", self.provider, where, response.status_code)
         if response.status_code in accept:
@@ -298,9 +337,13 @@ class HttpClient:
             return response
         detail = self._excerpt(response)
         if status in (401, 403):
-            raise AuthError(self._auth_message(status, detail))
+            error = AuthError(self._auth_message(status, where, detail))
+            error.status = status
+            raise error
         if status == 404:
-            raise NotFound(f"{self.provider}: {where} found nothing (HTTP 404){detail}")
+            missing = NotFound(f"{self.provider}: {where} found nothing (HTTP 404){detail}")
+            missing.status = status
+            raise missing
         if status == 429:
             wait = parse_retry_after(response.headers.get("Retry-After"))
             hold = wait if wait is not None else self.retry.initial_backoff
@@ -319,20 +362,34 @@ class HttpClient:
                 f"{self.provider}: {where} was redirected (HTTP {status}) to "
                 f"{response.headers.get('Location', '?')}; set base_url to the final address"
             )
-        raise ProviderError(f"{self.provider}: {where} was refused (HTTP {status}){detail}")
+        refused = ProviderError(f"{self.provider}: {where} was refused (HTTP {status}){detail}")
+        refused.status = status
+        raise refused
 
-    def _auth_message(self, status: int, detail: str = "") -> str:
-        """Who refused what, with the server's own reason (redacted), and what to do."""
-        verb = "refused" if status == 401 else "denied access with"
-        if self.secret is None:
+    def _auth_message(self, status: int, where: str, detail: str = "") -> str:
+        """Who refused what, with the server's own reason (redacted), and what to do.
+
+        The advice follows the status: 401 is a credential the server does not accept (wrong,
+        expired or revoked), 403 one it accepts that lacks the right to this call.
+        """
+        if self.credential is None:
             return (
-                f"{self.provider}: {self.base_url} requires an API key (HTTP {status}{detail}); "
+                f"{self.provider}: {self.base_url} requires credentials (HTTP {status}{detail}); "
                 f"set api_key_env or api_key_file in providers.{self.provider}"
             )
+        what = "token" if self.auth == "bearer" else "key"
+        if status == 403:
+            return (
+                f"{self.provider}: {self.base_url} accepted the {what} from {self.credential} but "
+                f"refused it {where} (HTTP 403{detail}): the {what} lacks the right to this "
+                f"call; use one that has it (an admin's)"
+            )
+        advice = self.auth_advice or (
+            f"check that {self.credential} holds a {what} this server issued"
+        )
         return (
-            f"{self.provider}: {self.base_url} {verb} the key from {self.secret.source} "
-            f"(HTTP {status}{detail}); check that {self.secret.source} holds a valid, "
-            "unexpired key for this server"
+            f"{self.provider}: {self.base_url} refused the {what} from {self.credential} "
+            f"(HTTP 401{detail}): it is wrong, expired or revoked; {advice}"
         )
 
     def _excerpt(self, response: httpx.Response) -> str:

@@ -40,6 +40,7 @@ from memsync.errors import (
     TransientProviderError,
 )
 from memsync.providers.base import Provider
+from memsync.providers.mnem.holder import store_holder
 
 log = logging.getLogger("memsync.mnem")
 
@@ -160,10 +161,11 @@ class StoreHandle(Provider):
             return retrying(sdk.open, str(self.path))
         except sdk.StoreIoError as exc:
             if busy(exc):
+                holder = store_holder(self.path)
+                who = holder.describe() if holder else "an agent or the mnem CLI"
                 error = ProviderBusy(
-                    f"{self.name}: store busy: {self.path} is held by another process (an "
-                    f"agent or the mnem CLI) for more than {self.busy_timeout:g}s; memsync "
-                    "tries again next cycle",
+                    f"{self.name}: store busy: {self.path} is held by another process ({who}) "
+                    f"for more than {self.busy_timeout:g}s; memsync tries again next cycle",
                     retry_after=max(self.busy_timeout, 1.0),
                 )
             else:

@@ -49,9 +49,12 @@ class MnemProvider(StoreHandle):
 
     def check(self) -> str:
         head = self.sdk_call("read the head commit", lambda: self.store.head_commit())
-        count = len(self._committed_nodes(head))
+        nodes = self._committed_nodes(head)
+        excluded = sum(1 for n in nodes.values() if self.exclusion.covers(n.id, n.content_kind))
         where = f"at commit {head[:12]}" if head else "(no commit yet)"
-        found = f"reachable, {count} memories {where}"
+        found = f"reachable, {len(nodes) - excluded} memories {where}"
+        if excluded:
+            found += f" ({excluded} more excluded: {self.exclusion.describe()})"
         if self._foreign_staging:
             found += (
                 f"; {len(self._foreign_staging)} uncommitted change(s) staged by another writer: "

@@ -121,6 +121,10 @@ function statusBanners(report) {
   else if (!report.database.exists) {
     list.push(banner("warn", `No staging database yet (${report.database.path}): run \`memsync sync\` once.`));
   }
+  for (const [, p] of Object.entries(report.providers)) {  // unsynced for an hour or more
+    const lag = p.state && p.state.unsynced;
+    if (lag && lag.level !== "behind") list.push(banner(lag.level === "alarm" ? "error" : "warn", lag.text));
+  }
   if (report.cycle && report.cycle.running) {
     list.push(banner("info", `A sync cycle is running now (pid ${report.cycle.pid ?? "?"}); the figures update when it finishes.`));
   }
@@ -130,10 +134,13 @@ function statusBanners(report) {
 function stateBadge(state) {
   if (!state) return h("span", { class: "badge none" }, "no cycle yet");
   const labels = { ok: state.complete ? "ok, complete" : "ok", partial: "partial", busy: "busy", refused: "refused" };
-  const label = labels[state.kind] || state.kind;
+  const lag = state.unsynced;  // how long it has gone unsynced: louder past an hour, a day
+  const tone = lag && lag.level !== "behind" ? (lag.level === "alarm" ? "bad" : "warn") : state.kind;
+  const label = (labels[state.kind] || state.kind) + (lag ? ` ${lag.for}` : "");
   const why = state.kind === "refused" ? state.gate : state.reason;
   return h("span", {},
-    h("span", { class: `badge ${state.kind}` }, label),
+    h("span", { class: `badge ${tone}`, "data-testid": "state" }, label),
+    state.since ? h("span", { class: "reason" }, `busy since ${when(state.since)}`) : null,
     why ? h("span", { class: "reason" }, why) : null);
 }
 
