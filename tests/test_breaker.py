@@ -195,3 +195,31 @@ def test_a_server_killed_mid_cycle_is_reported_once_and_its_writes_wait(
         assert held_by_the_double(again.port) == sorted(f"memory {i}: likes tea" for i in range(N))
     finally:
         again.close()
+
+
+def test_the_scopes_of_one_provider_share_its_breaker_and_a_new_cycle_starts_afresh() -> None:
+    from memsync.providers.mem0.server import Mem0ServerProvider
+
+    transport = Counting()
+    base = Mem0ServerProvider(
+        "remote",
+        f"http://127.0.0.1:{closed_port()}",
+        {"user_id": "*"},
+        auth="none",
+        transport=transport,
+        retry=RetryPolicy(attempts=4, initial_backoff=0.01),
+        sleep=lambda seconds: None,
+    )
+    alice = base.bound_to("remote[user_id=alice]", {"user_id": "alice"})
+    bob = base.bound_to("remote[user_id=bob]", {"user_id": "bob"})
+    with pytest.raises(ProviderUnreachable, match=r"^remote unreachable \("):
+        alice.http.get("/memories")
+    assert transport.sent == THRESHOLD
+    with pytest.raises(ProviderUnreachable, match=r"^remote unreachable \("):
+        bob.http.get("/memories")  # found unreachable once, for every scope
+    assert transport.sent == THRESHOLD
+    for provider in (alice, bob, base):
+        provider.close()  # the end of the cycle
+    with pytest.raises(ProviderUnreachable):
+        base.http.get("/memories")  # tried again, from a closed breaker
+    assert transport.sent == 2 * THRESHOLD

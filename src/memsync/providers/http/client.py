@@ -81,6 +81,7 @@ class HttpClient:
         concurrency: int = 1,
         pacer: RateLimitPacer | None = None,
         tokens: TokenSource | None = None,
+        breaker: Breaker | None = None,
         auth_advice: str | None = None,
     ) -> None:
         self.provider = provider
@@ -90,7 +91,7 @@ class HttpClient:
         self.timeout = timeout
         self._sleep = sleep
         self.backoff = SharedBackoff()
-        self.breaker = Breaker(provider)
+        self.breaker = breaker if breaker is not None else Breaker(provider)
         self.pacer = pacer if pacer is not None else RateLimitPacer()
         pool = max(1, concurrency)
         self.auth = "bearer" if tokens is not None else auth
