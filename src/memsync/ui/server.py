@@ -354,6 +354,10 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _common_headers(self) -> None:
+        if self.command == "POST" and not self.body_read:
+            # The body stays unread, so this connection closes after the answer: say so, or
+            # a keep-alive client sends its next request into the closing socket.
+            self.send_header("Connection", "close")
         self.send_header("Cache-Control", "no-store")
         self.send_header("Content-Security-Policy", CSP)
         self.send_header("X-Content-Type-Options", "nosniff")
