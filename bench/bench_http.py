@@ -1,18 +1,17 @@
-"""memsync against HTTP providers whose every request costs 50 ms, as a round trip does.
+"""memsync against HTTP providers, in one process: requests counted per memory, and a quiet
+cycle whose every request costs 50 ms, as a round trip does.
 
 The doubles in tests/doubles speak each API's protocol in-process; ``faults.latency`` makes
 each request wait 50 ms before it is served, the way a network hop (or a server checking a
-key with bcrypt) does. The floor for a run is the requests it needed (counted at the double)
-times the latency divided by the concurrency: what the requests alone cost, perfectly
-overlapped. Each figure is a ratio to that floor, or a count of requests per memory written
-(the requests a cycle made beyond those of a no-change cycle, which only lists).
+key with bcrypt) does. Requests per memory are those a cycle made beyond those of a no-change
+cycle (which only lists), counted at the double.
 
 "Listing pages alone" is the platform's pages fetched and decoded by a bare client, one
 after another, as a script that only lists would do it; memsync's own listing alone (pages
 fetched ahead, records mapped) is printed beside it, to show what staging adds on top.
 
-``# before`` lines run the same cycle at concurrency 1 (memsync's behaviour before the
-concurrency option) on a smaller set, for the per-memory cost then and now.
+How long syncs take against the floor (requests x latency / concurrency), timed as a user
+times `memsync sync`, start to exit, is ``bench_http_e2e``.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from typing import Any
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
 import httpx
-from tests.doubles.hindsight_app import HindsightDouble
 from tests.doubles.mem0_platform_app import Mem0PlatformDouble
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 
@@ -35,7 +33,6 @@ from bench._common import QUICK, report
 from bench.synthetic import SyntheticProvider
 from memsync.config import parse_config
 from memsync.providers.base import Provider
-from memsync.providers.hindsight.provider import HindsightProvider
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.platform import MAX_PAGE_SIZE, Mem0PlatformProvider
 from memsync.providers.mem0.server import Mem0ServerProvider
@@ -109,23 +106,6 @@ def mem0_platform() -> Target:
     )
 
 
-def hindsight() -> Target:
-    double = HindsightDouble(api_key=KEY)
-    return Target(
-        "hindsight",
-        double,
-        lambda c: HindsightProvider(
-            "remote",
-            "http://127.0.0.1:8888",
-            bank="alice",
-            secret=Secret(KEY, "$KEY"),
-            transport=double.transport(),
-            retry=PATIENT,
-            concurrency=c,
-        ),
-    )
-
-
 class Run:
     """A source of generated memories synced into one target, cycle by cycle."""
 
@@ -149,39 +129,14 @@ class Run:
         return seconds, self.target.requests() - before, result.as_dict()
 
 
-def floor(requests: int, concurrency: int) -> float:
-    return requests * LATENCY / concurrency
-
-
 def first_sync(make: Callable[[], Target]) -> Run:
-    """The ratio to the floor of a first sync at CONCURRENCY, and the before figure."""
-    small = Run(make(), N_BEFORE, 1)
-    small.target.double.faults.latency = LATENCY
-    old_seconds, old_requests, _ = small.cycle()
-    best: tuple[float, Run, float, int] | None = None
-    for _ in range(2):  # the better of two runs into fresh doubles: the less disturbed one
-        run = Run(make(), N, CONCURRENCY)
-        run.target.double.faults.latency = LATENCY
-        seconds, requests, _ = run.cycle()
-        ratio = seconds / floor(requests, CONCURRENCY)
-        if best is None or ratio < best[0]:
-            best = (ratio, run, seconds, requests)
-    assert best is not None
-    ratio, run, seconds, requests = best
-    name = run.target.name
-    report(
-        f"http first sync {N / 1000:g}k into {name} ({LATENCY * 1000:.0f} ms/request)",
-        ratio,
-        "x the floor",
-        f"<= 1.3x at concurrency {CONCURRENCY}",
-        ratio <= 1.3,
-    )
-    print(
-        f"# {name}: after {seconds / N * 1000:.1f} ms/memory ({requests} requests, "
-        f"{seconds:.1f}s for {N}); before (concurrency 1) {old_seconds / N_BEFORE * 1000:.1f} "
-        f"ms/memory ({old_requests} requests for {N_BEFORE})",
-        flush=True,
-    )
+    """A first sync of N memories into a fresh double, for the cycles measured after it.
+
+    How long a first sync takes, start to exit, against the floor is ``bench_http_e2e``'s
+    figure: it times the real command against a double served over TCP.
+    """
+    run = Run(make(), N, CONCURRENCY)
+    run.cycle()
     return run
 
 
@@ -333,7 +288,6 @@ def main() -> None:
     server = first_sync(mem0_server)
     per_memory(server, "requests per updated memory (mem0-server)", 1.0, N // 10)
     created_per_memory()
-    first_sync(hindsight)
     quiet_platform()
     mem0_oss_remote_embedder()
 

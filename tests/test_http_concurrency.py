@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import httpx
 
-from memsync.errors import AuthError
+from memsync.errors import AuthError, ProviderUnreachable
 from memsync.providers.base import WriteOp, WriteResult
 from memsync.providers.concurrent import PagesAhead, lanes, write_concurrently
 from memsync.providers.http.client import HttpClient
@@ -119,6 +119,23 @@ def test_a_refused_key_fails_the_writes_not_yet_sent_without_sending_them() -> N
     results = list(write_concurrently(ops, write_lane, 2))
     assert len(results) == len(ops) and all(isinstance(r.error, AuthError) for r in results)
     assert len(sent) <= 2  # one per lane at most: the rest failed without a request
+
+
+def test_an_unreachable_provider_fails_the_writes_not_yet_sent_without_sending_them() -> None:
+    sent: list[str] = []
+    lock = threading.Lock()
+
+    def write_lane(lane: list[WriteOp]) -> Iterator[WriteResult]:
+        for one in lane:
+            with lock:
+                sent.append(one.key)
+            yield WriteResult(one, error=ProviderUnreachable("p unreachable (refused)"))
+
+    ops = [op(f"k{i}", f"mnem:{i}") for i in range(100)]
+    results = list(write_concurrently(ops, write_lane, 4))
+    assert len(results) == len(ops)
+    assert all(isinstance(r.error, ProviderUnreachable) for r in results)
+    assert len(sent) <= 4  # one per worker at most: the rest failed without a request
 
 
 def test_pages_ahead_hands_pages_out_in_order_with_their_errors() -> None:

@@ -8,10 +8,12 @@ against a real server.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
 
 from memsync.config import parse_config
@@ -224,6 +226,52 @@ def test_incremental_listing_rereads_the_lookback_window_only() -> None:
     assert sorted(seen) == ["new memory", "recent memory"]
     assert listing.removed == [] and not listing.complete  # deletes come from full listings
     assert listing.cursor is not None and listing.cursor > full.cursor
+
+
+class Overlapping(httpx.BaseTransport):
+    """Holds the first per-document unit read until a second one is in flight (or PATIENCE
+    passes): read one after another, the most ever in flight stays 1."""
+
+    PATIENCE = 30.0
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self.inner = inner
+        self.lock = threading.Lock()
+        self.in_flight = self.most = 0
+        self.second = threading.Event()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        per_document = request.url.path.endswith("/memories/list") and (
+            "document_id" in request.url.params
+        )
+        if not per_document:
+            return self.inner.handle_request(request)
+        with self.lock:
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+            if self.in_flight >= 2:
+                self.second.set()
+        try:
+            self.second.wait(self.PATIENCE)
+            return self.inner.handle_request(request)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+
+def test_an_incremental_listing_reads_the_changed_documents_concurrently() -> None:
+    now = [datetime(2024, 1, 1, tzinfo=UTC)]
+    double = HindsightDouble(clock=lambda: now[0])
+    writer = provider_on(double)
+    for i in range(6):
+        writer.create(item(f"memory {i}", origin=f"test:{i}"))
+    _, full = list_all(writer)
+    overlap = Overlapping(double.transport())
+    reader = HindsightProvider("hs", BASE, bank="alice", transport=overlap, concurrency=4)
+    listing = reader.listing(full.cursor)
+    seen = sorted(r.content for page in listing.pages() for r in page.records)
+    assert seen == [f"memory {i}" for i in range(6)] and listing.partial_reason is None
+    assert overlap.most >= 2
 
 
 def test_a_partial_listing_keeps_no_cursor(double: HindsightDouble) -> None:

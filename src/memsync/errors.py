@@ -65,6 +65,11 @@ class ProviderBusy(TransientProviderError):
     """The provider's store is held by another process (a local qdrant path, a mnem store)."""
 
 
+class ProviderUnreachable(TransientProviderError):
+    """Several requests in a row could not reach the provider (refused, reset, timed out):
+    it is down for now, so this cycle writes nothing more to it and keeps its writes pending."""
+
+
 class AuthError(ProviderError):
     """The provider refused the credentials; the message names the variable, never the key."""
 

@@ -2,6 +2,9 @@
 turns a user's error into one line, and ``pass_app``.
 
 Command modules import this and nothing else from ``memsync.cli``, so there is no circle.
+It imports only what the group itself needs at start-up (click, the errors, the paths); the
+config, the providers and the staging store are imported when a command first asks for them,
+so ``memsync --version`` or ``--help`` does not pay for them.
 """
 
 from __future__ import annotations
@@ -10,17 +13,18 @@ import errno
 import sqlite3
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from memsync.config import Config, load_config
 from memsync.errors import MemsyncError, StagingError
-from memsync.output import stderr
 from memsync.paths import Paths
-from memsync.providers import Provider, build_provider
-from memsync.scopes import Scope
-from memsync.staging import StagingStore
+
+if TYPE_CHECKING:
+    from memsync.config import Config
+    from memsync.providers import Provider
+    from memsync.scopes import Scope
+    from memsync.staging import StagingStore
 
 
 @dataclass
@@ -33,10 +37,13 @@ class App:
     @property
     def config(self) -> Config:
         if self._config is None:
+            from memsync.config import load_config
+
             self._config = load_config(self.paths.config_file)
         return self._config
 
     def provider(self, name: str) -> Provider:
+        from memsync.providers import build_provider
         from memsync.scopes.views import refuse_unscoped
 
         context = click.get_current_context(silent=True)
@@ -45,6 +52,8 @@ class App:
         return build_provider(name, self.config)
 
     def store(self, *, create: bool = True) -> StagingStore:
+        from memsync.staging import StagingStore
+
         self.paths.ensure()
         return StagingStore.open(self.paths.database, create=create)
 
@@ -56,7 +65,7 @@ class MemsyncGroup(click.Group):
         try:
             return super().invoke(ctx)
         except MemsyncError as exc:
-            stderr.print(f"memsync: error: {exc}", markup=False)
+            _say(f"memsync: error: {exc}")
             sys.exit(exc.exit_code)
         except sqlite3.OperationalError as exc:
             # SQLite rolled the transaction back: the database is intact, the write is not.
@@ -65,22 +74,28 @@ class MemsyncGroup(click.Group):
                 if "full" in str(exc) or "I/O" in str(exc)
                 else "run the command again; if it persists, `memsync repair` rebuilds it"
             )
-            stderr.print(f"memsync: error: staging database: {exc}; {hint}", markup=False)
+            _say(f"memsync: error: staging database: {exc}; {hint}")
             sys.exit(StagingError.exit_code)
         except OSError as exc:
             if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
                 raise
-            stderr.print(
+            _say(
                 f"memsync: error: {exc.strerror}: {exc.filename or 'a file'}; nothing was "
                 "replaced (files are written whole or not at all); free some space and retry",
-                markup=False,
             )
             sys.exit(1)
         except KeyboardInterrupt:
-            stderr.print("memsync: interrupted", markup=False)
+            _say("memsync: interrupted")
             sys.exit(130)
         except BrokenPipeError:
             sys.exit(0)
+
+
+def _say(message: str) -> None:
+    """One line on stderr, as every error is printed (rich is imported only when one is)."""
+    from memsync.output import stderr
+
+    stderr.print(message, markup=False)
 
 
 pass_app = click.make_pass_decorator(App)
@@ -88,4 +103,6 @@ pass_app = click.make_pass_decorator(App)
 
 def parse_scope(ctx: click.Context, param: click.Parameter, value: str | None) -> Scope | None:
     """The ``--scope KEY=VALUE[,KEY=VALUE]`` callback: a Scope; a malformed one is one line."""
+    from memsync.scopes import Scope
+
     return Scope.parse(value) if value is not None else None

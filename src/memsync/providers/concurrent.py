@@ -12,7 +12,8 @@ Results come back in the order they complete, each as soon as its write returned
 engine records outcomes exactly as it does for one-at-a-time writes. If the consumer stops
 early (SIGTERM, an error), lanes not yet started never start and the writes in flight are
 waited for: nothing is left running behind the engine's back. Once a write is refused for
-its credentials, the writes not yet sent fail with the same error instead of being sent.
+its credentials, or the provider is found unreachable (its breaker opened), the writes not
+yet sent fail with the same error instead of being sent.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
 
-from memsync.errors import AuthError
+from memsync.errors import AuthError, ProviderUnreachable
 from memsync.providers.base import WriteOp, WriteResult
 
 Lane = list[WriteOp]
@@ -78,7 +79,7 @@ def write_concurrently(
         return
     results: queue.Queue[WriteResult | None] = queue.Queue()
     stopping = threading.Event()
-    refused: list[AuthError] = []
+    refused: list[AuthError | ProviderUnreachable] = []  # every write not yet sent fails so
 
     def run(lane: Lane) -> None:
         try:
@@ -90,7 +91,7 @@ def write_concurrently(
                         results.put(WriteResult(skipped, error=refused[0]))
                     return
                 for result in write_lane([op]):
-                    if isinstance(result.error, AuthError):
+                    if isinstance(result.error, AuthError | ProviderUnreachable):
                         refused.append(result.error)
                     results.put(result)
         finally:

@@ -19,8 +19,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from memsync.errors import ProviderError
 from memsync.providers.base import Provider
 from memsync.providers.mem0.paging import fetch_all, start_for
@@ -147,6 +145,8 @@ def _next_page(body: Any) -> tuple[str | None, dict[str, Any]]:
     following = body.get("next") if isinstance(body, dict) else None
     if not isinstance(following, str) or not following:
         return None, {}
+    import httpx  # only here: a sync of local stores never imports it
+
     url = httpx.URL(following)
     return url.path, dict(url.params)
 

@@ -200,6 +200,23 @@ class Outbox:
             [(now, action_id) for action_id in action_ids],
         )
 
+    def keep_pending(self, action_ids: Sequence[int], now: str) -> None:
+        """Writes started but not carried out (their provider became unreachable): pending
+        again, for the next cycle, the attempt ``start`` counted given back."""
+        self.conn.execute(
+            "UPDATE outbox SET state = 'pending', attempts = MAX(attempts - 1, 0), "
+            "updated_at = ? WHERE state = 'running' AND id IN (SELECT value FROM json_each(?))",
+            (now, json.dumps(list(action_ids))),
+        )
+
+    def count_pending(self, run_id: int, provider: str) -> int:
+        """How many of this run's writes into ``provider`` are still pending."""
+        row = self.conn.execute(
+            "SELECT COUNT(*) FROM outbox WHERE run_id = ? AND provider = ? AND state = 'pending'",
+            (run_id, provider),
+        ).fetchone()
+        return int(row[0])
+
     def fail(
         self, action_id: int, *, dead: bool, error: str, next_attempt_at: str, now: str
     ) -> None:

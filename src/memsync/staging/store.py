@@ -9,13 +9,12 @@ The file is private (0600). A database that cannot be read is an error with a wa
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from memsync.errors import StagingError
 from memsync.paths import make_private_dir
@@ -37,6 +36,9 @@ from memsync.staging.schema import LATEST, MIGRATIONS
 from memsync.staging.status_counts import StatusCounts
 from memsync.staging.verify_results import VerifyResults
 
+if TYPE_CHECKING:
+    import sqlite_utils
+
 __all__ = ["RECORD_COLUMNS", "StagingStore", "checkpoint", "dumps", "record_row", "row_record"]
 
 BUSY_TIMEOUT_S = 10.0  # a writer waits this long for another's transaction, then fails
@@ -53,7 +55,6 @@ class StagingStore:
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self.conn = conn
         self.path = path
-        self.db = sqlite_utils.Database(conn)
         # the repositories: one per table family, each holding its SQL, all on this connection
         self.records = Records(conn)
         self.links = Links(conn)
@@ -69,6 +70,15 @@ class StagingStore:
         self.probe_tokens = ProbeTokens(conn)
         self.cycle_outcomes = CycleOutcomes(conn)
         self.excluded = ExcludedRecords(conn)
+
+    @functools.cached_property
+    def db(self) -> sqlite_utils.Database:
+        """The same connection as a ``sqlite_utils.Database``, made on first use: importing
+        sqlite-utils (and the numpy it looks for) is a fifth of a second that a sync, which
+        needs none of it, would pay at every start."""
+        import sqlite_utils
+
+        return sqlite_utils.Database(self.conn)
 
     # opening ------------------------------------------------------------------------------
 

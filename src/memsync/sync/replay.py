@@ -5,6 +5,11 @@ Targets replay in a fixed order: the active backend, the other providers, backup
 At-least-once replay plus origin markers make it effectively once: a write whose outcome
 was lost in a crash shows up in the next mirror under its origin and is recognised, not
 redone. Failures back off exponentially and are parked as dead after ``max_attempts``.
+
+A provider that stops answering (its HTTP client's breaker opens after a few connection
+failures in a row) gets no more writes this cycle: its writes stay pending, their attempts
+unspent, the report says once "NAME unreachable (reason); K writes kept for the next cycle",
+and replay goes on with the other providers.
 """
 
 from __future__ import annotations
@@ -14,9 +19,15 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
-from memsync.errors import AuthError, MemsyncError, ProviderBusy, TransientProviderError
+from memsync.errors import (
+    AuthError,
+    MemsyncError,
+    ProviderBusy,
+    ProviderUnreachable,
+    TransientProviderError,
+)
 from memsync.faults import fault_point
-from memsync.providers.base import Provider, WriteResult
+from memsync.providers.base import Provider, WriteOp, WriteResult
 from memsync.records import parse_instant, utc_now_iso
 from memsync.staging.journal import journal_row
 from memsync.staging.links import FirstAgreement, NewBase
@@ -24,10 +35,10 @@ from memsync.staging.outbox import OutboxRow
 from memsync.staging.store import StagingStore, record_row
 from memsync.sync.freshness import changed_targets
 from memsync.sync.plan import Action, Topology, WriteKind
+from memsync.sync.recorder import Recorder
 from memsync.sync.report import (
     CycleReport,
     FailureEntry,
-    ProviderOutcome,
     ProviderState,
     SyncOptions,
 )
@@ -37,7 +48,11 @@ log = logging.getLogger(__name__)
 
 OUTCOME_GROUP = 200  # successful writes recorded per transaction during replay
 OUTCOME_DELAY = 2.0  # ...or after this many seconds, whichever comes first
-REPLAY_BATCH = 1000
+REPLAY_BATCH = 1000  # writes per batch (a freshness check before each, outcomes drained after)
+# ...into a provider that writes a batch in a few calls (the Platform's /v1/batch/, a mnem
+# commit, a PMM file rewritten whole): a batch costs its calls, not its rows, and its
+# freshness check a listing of what changed, memsync's own writes of earlier batches included.
+BATCHED_REPLAY = 10_000
 BACKOFF_BASE = timedelta(seconds=30)
 BACKOFF_MAX = timedelta(hours=1)
 
@@ -139,20 +154,30 @@ class Replay:
         outcome = report.providers[provider.name]
         try:
             self.use(provider)
-            last_id = 0
-            while True:
-                rows = self.store.outbox.pending(run_id, provider.name, last_id, REPLAY_BATCH)
-                if not rows:
-                    return
-                last_id = rows[-1].id
+            size = BATCHED_REPLAY if provider.capabilities.batch_writes else REPLAY_BATCH
+            rows = self.store.outbox.pending(run_id, provider.name, 0, size)
+            ahead: Ahead | None = None  # the writes of ``rows``, read while the last batch wrote
+            while rows:
                 if _stopping(options):
                     report.interrupted = True
                     return
-                rows = self._skip_changed_targets(provider, rows, report)
-                if not rows:
-                    continue
-                if not self._batch(provider, rows, report, outcome, options):
-                    return
+                upcoming = self.store.outbox.pending(run_id, provider.name, rows[-1].id, size)
+                fresh = self._skip_changed_targets(provider, rows, report)
+                if fresh:
+                    ops = ahead.ops_of(fresh) if ahead else ops_for(self.store, fresh)
+                    keep_going, ahead = self._batch(provider, fresh, ops, upcoming, report, options)
+                    if not keep_going:
+                        return
+                else:
+                    ahead = None
+                rows = upcoming
+        except ProviderUnreachable as exc:
+            # Said once, through the report's failure path (sync/failures.py): the outcome's
+            # error and the notice carry the same sentence, which folds into one line.
+            kept = self.store.outbox.count_pending(run_id, provider.name)
+            said = f"{exc}; {kept} writes kept for the next cycle"
+            outcome.state, outcome.error = ProviderState.ERROR, said
+            report.report_failure(provider.name, said)
         except ProviderBusy as exc:
             outcome.state, outcome.error = ProviderState.BUSY, str(exc)
         except MemsyncError as exc:
@@ -185,12 +210,21 @@ class Replay:
         self,
         provider: Provider,
         rows: list[OutboxRow],
+        ops: dict[str, WriteOp],
+        upcoming: list[OutboxRow],
         report: CycleReport,
-        outcome: ProviderOutcome,
         options: SyncOptions,
-    ) -> bool:
-        """Write one batch; False when the provider should get no more writes this cycle."""
-        ops = ops_for(self.store, rows)
+    ) -> tuple[bool, Ahead | None]:
+        """Write one batch: whether the provider gets more writes this cycle, and the writes
+        of the ``upcoming`` batch, read from staging while this one was written.
+
+        Outcomes are recorded by a ``Recorder`` while the provider goes on writing: each one
+        handed over once its write returned, successes in groups, failures one by one.
+
+        Raises ``ProviderUnreachable`` if the provider's breaker opened, after putting back as
+        pending every write of the batch without an outcome: those not sent, and those whose
+        failure was part of the run of failures that opened it.
+        """
         by_key = {row.key: row for row in rows}
         with self.store.transaction():
             self.store.outbox.supersede_unwritable(row.id for row in rows if row.key not in ops)
@@ -198,34 +232,80 @@ class Replay:
         fault_point("replay:before-batch")
         keep_going = True
         done: list[tuple[OutboxRow, WriteResult]] = []
+        # Transient failures in a row are recorded when the run of them ends (a success, any
+        # other outcome, the end of the batch): if they end in the breaker opening, they were
+        # the provider going away, and their writes are kept instead of spending an attempt.
+        held: list[tuple[OutboxRow, WriteResult]] = []
+        settled: set[int] = set()  # rows whose outcome is recorded or being recorded
+        unreachable: ProviderUnreachable | None = None
         flushed_at = time.monotonic()
-        try:
-            for result in provider.write_many(list(ops.values())):
-                row = by_key[result.op.key]
-                if self._record_outcome(provider, row, result, report, outcome):
-                    done.append((row, result))
-                fault_point("replay:result")
-                if len(done) >= OUTCOME_GROUP or time.monotonic() - flushed_at > OUTCOME_DELAY:
-                    self._remember_written(provider.name, done)
-                    done, flushed_at = [], time.monotonic()
-                if isinstance(result.error, AuthError | ProviderBusy):
-                    keep_going = False
-                if _stopping(options):  # SIGTERM: the write in flight is done; stop here
-                    report.interrupted, keep_going = True, False
-                    break
-        finally:
-            self._remember_written(provider.name, done)
-        return keep_going
+        with Recorder() as recorder:
+            reading = recorder.read(ops_for, self.store, upcoming) if upcoming else None
+            try:
+                for result in provider.write_many(list(ops.values())):
+                    row = by_key[result.op.key]
+                    if isinstance(result.error, ProviderUnreachable):
+                        # Not sent (or not answered) for want of a server: kept pending below.
+                        # The writes still in flight are waited for, their outcomes recorded.
+                        unreachable = unreachable or result.error
+                        continue
+                    if _in_a_run_of_failures(result):
+                        held.append((row, result))
+                    else:
+                        if unreachable is None:
+                            self._record_held(recorder, provider, held, report, settled)
+                        settled.add(row.id)
+                        if self._record_outcome(recorder, provider, row, result, report):
+                            done.append((row, result))
+                    fault_point("replay:result")
+                    if len(done) >= OUTCOME_GROUP or time.monotonic() - flushed_at > OUTCOME_DELAY:
+                        recorder.record(self._remember_written, provider.name, done)
+                        done, flushed_at = [], time.monotonic()
+                    if isinstance(result.error, AuthError | ProviderBusy):
+                        keep_going = False
+                    if _stopping(options):  # SIGTERM: the write in flight is done; stop here
+                        report.interrupted, keep_going = True, False
+                        break
+            finally:
+                if done:
+                    recorder.record(self._remember_written, provider.name, done)
+            if unreachable is None:
+                self._record_held(recorder, provider, held, report, settled)
+        if unreachable is not None:
+            with self.store.transaction():
+                self.store.outbox.keep_pending(
+                    [int(key) for key in ops if int(key) not in settled], utc_now_iso()
+                )
+            raise unreachable
+        if reading is None or {r.link_id for r in rows} & {r.link_id for r in upcoming}:
+            return keep_going, None  # read before this batch's records of the same memories
+        return keep_going, Ahead(reading.result())
+
+    def _record_held(
+        self,
+        recorder: Recorder,
+        provider: Provider,
+        held: list[tuple[OutboxRow, WriteResult]],
+        report: CycleReport,
+        settled: set[int],
+    ) -> None:
+        """The run of failures ended without the breaker opening: record each as failed."""
+        for row, result in held:
+            settled.add(row.id)
+            self._record_outcome(recorder, provider, row, result, report)
+        held.clear()
 
     def _record_outcome(
         self,
+        recorder: Recorder,
         provider: Provider,
         row: OutboxRow,
         result: WriteResult,
         report: CycleReport,
-        outcome: ProviderOutcome,
     ) -> bool:
-        """Count a success (recorded with its group); record a failure at once. True if done."""
+        """Count a success (recorded with its group); hand a failure to the recorder at once.
+        True if the write was done."""
+        outcome = report.providers[provider.name]
         if result.error is None:
             report.replayed[row.kind] += 1
             outcome.written += 1
@@ -238,17 +318,22 @@ class Replay:
         message = (
             str(result.error) if isinstance(result.error, MemsyncError) else repr(result.error)
         )
-        with self.store.transaction():
-            self.store.outbox.fail(
-                row.id,
-                dead=dead,
-                error=message[:500],
-                next_attempt_at=(datetime.now(UTC) + delay).isoformat(),
-                now=utc_now_iso(),
-            )
+        recorder.record(
+            self._record_failure, row.id, dead, message[:500], datetime.now(UTC) + delay
+        )
         outcome.failed += 1
         report.failures.append(FailureEntry(provider.name, row.kind, row.link_id, message, dead))
         return False
+
+    def _record_failure(self, action_id: int, dead: bool, error: str, retry: datetime) -> None:
+        with self.store.transaction():
+            self.store.outbox.fail(
+                action_id,
+                dead=dead,
+                error=error,
+                next_attempt_at=retry.isoformat(),
+                now=utc_now_iso(),
+            )
 
     def _remember_written(self, provider: str, done: list[tuple[OutboxRow, WriteResult]]) -> None:
         """Record a group of successes: outbox done, and the writes as the mirror will see them.
@@ -303,6 +388,31 @@ class Replay:
             self.store.links.drop_bases(unlinked)
             self.store.journal.append(journal)
         fault_point("replay:remembered")
+
+
+class Ahead:
+    """The writes of the next batch, read from staging while the batch before it was written.
+
+    Reading them needs nothing that batch records: its rows are other memories (the next
+    batch is read again when it shares one), whose sources are other providers' records, or
+    records of this provider that the batch does not touch.
+    """
+
+    def __init__(self, ops: dict[str, WriteOp]) -> None:
+        self.ops = ops
+
+    def ops_of(self, rows: list[OutboxRow]) -> dict[str, WriteOp]:
+        """The writes of ``rows`` (the batch, less what the freshness check held back)."""
+        keys = {row.key for row in rows}
+        return {key: op for key, op in self.ops.items() if key in keys}
+
+
+def _in_a_run_of_failures(result: WriteResult) -> bool:
+    """A failure that may be the provider going away (a timeout, a reset, a refused
+    connection, a 5xx): its record waits to see whether the breaker opens."""
+    return isinstance(result.error, TransientProviderError) and not isinstance(
+        result.error, ProviderBusy
+    )
 
 
 def _restores_own_fields(row: OutboxRow, provider: str) -> bool:

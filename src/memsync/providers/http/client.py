@@ -3,7 +3,8 @@
 One ``HttpClient`` per provider and cycle. It always verifies TLS, sends the key only as
 ``auth`` allows (see ``auth``), retries what may pass within a ``RetryPolicy`` (see ``retry``)
 and turns everything else into one of ``memsync.errors``' typed errors. Whatever a server
-echoes back is redacted before it reaches a message.
+echoes back is redacted before it reaches a message. A server that several requests in a row
+could not reach is not tried again this cycle (``breaker``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from memsync.errors import (
     InvalidResponse,
     NotFound,
     ProviderError,
+    ProviderUnreachable,
     TransientProviderError,
 )
 from memsync.providers.http.auth import (
@@ -33,6 +35,7 @@ from memsync.providers.http.auth import (
     auth_header,
     check_base_url,
 )
+from memsync.providers.http.breaker import Breaker
 from memsync.providers.http.pacing import RateLimitPacer, Ticket
 from memsync.providers.http.retry import (
     NotSent,
@@ -78,6 +81,7 @@ class HttpClient:
         concurrency: int = 1,
         pacer: RateLimitPacer | None = None,
         tokens: TokenSource | None = None,
+        breaker: Breaker | None = None,
         auth_advice: str | None = None,
     ) -> None:
         self.provider = provider
@@ -87,6 +91,7 @@ class HttpClient:
         self.timeout = timeout
         self._sleep = sleep
         self.backoff = SharedBackoff()
+        self.breaker = breaker if breaker is not None else Breaker(provider)
         self.pacer = pacer if pacer is not None else RateLimitPacer()
         pool = max(1, concurrency)
         self.auth = "bearer" if tokens is not None else auth
@@ -224,6 +229,8 @@ class HttpClient:
             return ticket
 
         def retryable(exc: BaseException) -> bool:
+            if isinstance(exc, ProviderUnreachable):
+                return False  # the breaker is open: nothing is sent to it this cycle
             if isinstance(exc, RateLimited | NotSent):
                 return True
             return safe and isinstance(exc, TransientProviderError)
@@ -268,11 +275,14 @@ class HttpClient:
                 with attempt:
                     attempts += 1
                     honour, retried["waited"] = not retried["waited"], False
+                    self.breaker.check()  # an unreachable provider is not even paced for
                     ticket = pace(self.pacer.reserve(method, path))
                     result = parse(self._once(method, path, accept, honour, ticket, **kwargs))
                     if attempts > 1:
                         self.backoff.release()
                     return result
+        except ProviderUnreachable:
+            raise
         except TransientProviderError as exc:
             raise final_error(exc, attempts) from None
         raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
@@ -294,23 +304,33 @@ class HttpClient:
         try:
             response = self._client.request(method, path, **kwargs)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            self._unreached(_reason(exc))
             raise NotSent(
                 f"{self.provider}: cannot connect to {self.base_url} ({_reason(exc)})"
             ) from None
         except httpx.TimeoutException:
+            self._unreached(f"no answer within {self.timeout:g}s")
             raise TransientProviderError(
                 f"{self.provider}: {where} got no answer within {self.timeout:g}s"
             ) from None
         except httpx.TransportError as exc:
+            self._unreached(f"connection lost: {_reason(exc)}")
             raise TransientProviderError(
                 f"{self.provider}: {where} failed: connection lost ({_reason(exc)})"
             ) from None
         finally:  # every answer, a 429 too, tells the pacer where the window stands
             self.pacer.done(ticket, response.headers if response is not None else None)
+        self.breaker.answered()
         log.debug("%s: %s -> HTTP %d", self.provider, where, response.status_code)
         if response.status_code in accept:
             return response
         return self._check(where, response)
+
+    def _unreached(self, reason: str) -> None:
+        """A request did not reach the server: count it; once the breaker opens, this request
+        and every later one fail with ProviderUnreachable instead of being retried."""
+        if self.breaker.failed(reason) or self.breaker.reason is not None:
+            raise self.breaker.error() from None
 
     def _check(self, where: str, response: httpx.Response) -> httpx.Response:
         status = response.status_code

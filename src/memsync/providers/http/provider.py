@@ -10,6 +10,7 @@ import httpx
 from memsync.providers.base import Provider, WriteOp, WriteResult
 from memsync.providers.concurrent import write_concurrently
 from memsync.providers.http.auth import AuthScheme, check_base_url
+from memsync.providers.http.breaker import Breaker
 from memsync.providers.http.client import HttpClient
 from memsync.providers.http.pacing import RateLimitPacer
 from memsync.providers.http.retry import RetryPolicy
@@ -62,15 +63,24 @@ class HttpProvider(Provider):
             **({"sleep": sleep} if sleep is not None else {}),
         )
         self._http: HttpClient | None = None
+        # One breaker for this provider and every scope bound from it (copies share it), so a
+        # server down for all of them is found unreachable once, not once a scope; the
+        # provider that made it starts a fresh one when it closes, at the end of the cycle.
+        self.breaker = Breaker(name)
+        self._breaker_owner: HttpProvider = self
 
     def open(self) -> None:
         if self._http is None:
-            self._http = HttpClient(self.name, self.base_url, **self._client_args)
+            self._http = HttpClient(
+                self.name, self.base_url, breaker=self.breaker, **self._client_args
+            )
 
     def close(self) -> None:
         if self._http is not None:
             self._http.close()
             self._http = None
+        if self._breaker_owner is self:
+            self.breaker = Breaker(self.name)
 
     @property
     def http(self) -> HttpClient:

@@ -51,6 +51,51 @@ _CONNECTION_ERRORS = {
 }
 
 
+class _NoLlm:
+    """Stands in for Mem0's LLM, which memsync never calls (every write says infer=False)."""
+
+    config: Any = None
+
+    def generate_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise ProviderError("memsync never calls Mem0's LLM; this call is a bug in memsync")
+
+
+class _NoLlmFactory:
+    @staticmethod
+    def create(*args: Any, **kwargs: Any) -> _NoLlm:
+        return _NoLlm()
+
+
+class _HashEmbedderFactory:
+    """The embedder ``_install_hash_embedder`` puts in place right after construction; until
+    then, nothing (``embedder = "hash"``)."""
+
+    @staticmethod
+    def create(*args: Any, **kwargs: Any) -> None:
+        return None
+
+
+@contextmanager
+def _no_remote_clients(*, hash_embedder: bool) -> Iterator[None]:
+    """Construct Memory without the OpenAI clients of its placeholder LLM (and, with the hash
+    embedder, of its placeholder embedder): memsync calls neither, and each client loads the
+    system's CA bundle into an SSL context, about 30 ms a client and two clients a store, at
+    every open. A quiet cycle over two local stores spent a third of its time there."""
+    import mem0.memory.main as main
+
+    factories: dict[str, type] = {"LlmFactory": _NoLlmFactory}
+    if hash_embedder:
+        factories["EmbedderFactory"] = _HashEmbedderFactory
+    saved = {name: getattr(main, name) for name in factories if hasattr(main, name)}
+    for name in saved:
+        setattr(main, name, factories[name])
+    try:
+        yield
+    finally:
+        for name, factory in saved.items():
+            setattr(main, name, factory)
+
+
 def _store_busy(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and _BUSY_MARK in str(exc)
 
@@ -203,7 +248,8 @@ class MemoryHandle(Provider):
             reraise=True,
         )
         try:
-            return retrying(memory_class, memory_config)
+            with _no_remote_clients(hash_embedder=self.embedder == "hash"):
+                return retrying(memory_class, memory_config)
         except MemsyncError:
             raise
         except Exception as exc:

@@ -1,0 +1,174 @@
+"""A test double served over real HTTP in a process of its own: for the benchmarks, which time
+``memsync`` as a user runs it (a subprocess, start to exit, talking TCP to a server), and for
+tests of a server that dies mid-cycle.
+
+``Served("mem0-server")`` starts ``python -m tests.doubles.served mem0-server``: one double
+from ``tests/doubles`` under uvicorn on a loopback port (a fresh one, or the one given, to
+start a server again where it was), every request delayed by ``latency`` (as a network round
+trip or a server's key check delays it). The double's own process keeps its CPU apart from
+memsync's, and its request log stays countable through a line protocol on stdin (``stats``,
+``latency S``, ``die-on-write``: the process exits, unanswering, at the next write it gets).
+
+TCP_NODELAY is set on the listening socket. A socket made by ``socket.socket()`` has protocol
+0, so asyncio does not turn Nagle off for the connections it accepts, and uvicorn writes a
+response's head and body separately: the body then waits for the client's delayed ACK, 40 ms
+a request on Linux. Real servers bind through uvicorn itself, which does set it (upstream
+Mem0's ``uvicorn.run(main.app, host=...)``); without it a benchmark measures Nagle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+KEY = "bench-key-0123456789"
+ROOT = Path(__file__).resolve().parents[2]
+WRITES = {"POST", "PUT", "DELETE", "PATCH"}
+
+
+class Served:
+    """A double in its own process: its base URL, its request count, its CPU time."""
+
+    def __init__(self, kind: str, latency: float = 0.0, *, port: int = 0) -> None:
+        self.kind = kind
+        env = {**os.environ, "MEM0_TELEMETRY": "False", "PYTHONPATH": str(ROOT)}
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "tests.doubles.served", kind, str(port)],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
+        ready = self._read()
+        self.port = int(ready["port"])
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.set_latency(latency)
+
+    def _ask(self, line: str) -> dict[str, Any]:
+        assert self._process.stdin is not None
+        self._process.stdin.write(line + "\n")
+        self._process.stdin.flush()
+        return self._read()
+
+    def _read(self) -> dict[str, Any]:
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.kind} double stopped (exit {self._process.poll()})")
+        return dict(json.loads(line))
+
+    def set_latency(self, seconds: float) -> None:
+        self._ask(f"latency {seconds}")
+
+    def stats(self) -> dict[str, Any]:
+        """``requests`` so far, ``writes`` (POST/PUT/DELETE) and the double's ``cpu`` seconds."""
+        return self._ask("stats")
+
+    def die_on_write(self) -> None:
+        """The process exits at the first write it receives: a server killed mid-cycle."""
+        self._ask("die-on-write")
+
+    def wait_dead(self, timeout: float = 120.0) -> int:
+        """Wait for the process to exit on its own (``die_on_write``); its exit code."""
+        return self._process.wait(timeout=timeout)
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            assert self._process.stdin is not None
+            self._process.stdin.close()
+            try:
+                self._process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        for stream in (self._process.stdin, self._process.stdout):
+            if stream is not None and not stream.closed:
+                stream.close()
+
+    def __enter__(self) -> Served:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# the double's side -----------------------------------------------------------------------
+
+
+def _double(kind: str) -> Any:
+    if kind == "mem0-server":
+        from tests.doubles.mem0_server_app import Mem0ServerDouble
+
+        return Mem0ServerDouble(api_key=KEY)
+    if kind == "mem0-platform":
+        from tests.doubles.mem0_platform_app import Mem0PlatformDouble
+
+        return Mem0PlatformDouble(api_key=KEY, metadata_mode="merge")
+    if kind == "hindsight":
+        from tests.doubles.hindsight_app import HindsightDouble
+
+        return HindsightDouble(api_key=KEY)
+    raise SystemExit(f"unknown double {kind!r}")
+
+
+def _serve(kind: str, port: int) -> None:
+    import uvicorn
+
+    double = _double(kind)
+    dying = threading.Event()
+    app = double.app
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if dying.is_set() and scope.get("method") in WRITES:
+            os._exit(0)  # killed: no answer, the port closes, connections reset
+        await app(scope, receive, send)
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    server = uvicorn.Server(
+        uvicorn.Config(guarded, log_level="error", lifespan="off", access_log=False)
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    say = sys.stdout
+    say.write(json.dumps({"port": listener.getsockname()[1]}) + "\n")
+    say.flush()
+    for line in sys.stdin:
+        command, _, argument = line.strip().partition(" ")
+        if command == "latency":
+            double.faults.latency = float(argument)
+            answer: dict[str, Any] = {"latency": double.faults.latency}
+        elif command == "stats":
+            seen = list(double.faults.seen)
+            answer = {
+                "requests": len(seen),
+                "writes": sum(s.method in WRITES for s in seen),
+                "cpu": time.process_time(),
+            }
+        elif command == "die-on-write":
+            dying.set()
+            answer = {"dying": True}
+        else:
+            answer = {"error": f"unknown command {command!r}"}
+        say.write(json.dumps(answer) + "\n")
+        say.flush()
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+if __name__ == "__main__":
+    _serve(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 0)
