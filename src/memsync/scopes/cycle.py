@@ -63,7 +63,12 @@ def run_scoped_cycle(
     *,
     only_scopes: Iterable[Scope] | None = None,
 ) -> ScopedCycleReport:
-    """One run over every scope (or ``only_scopes``), each scope an engine cycle of its own."""
+    """One run over every scope (or ``only_scopes``), each scope an engine cycle of its own.
+
+    A dry run runs on a scratch copy of the staging store (see ``Engine.run_cycle``)."""
+    if options.dry_run and not store.scratch:
+        with store.scratch_copy() as scratch:
+            return run_scoped_cycle(config, scratch, bases, options, only_scopes=only_scopes)
     run_id = start_shared_run(store, options)
     report = ScopedCycleReport(run_id, options.dry_run, utc_now_iso())
     binder = ScopeBinder(config, bases)

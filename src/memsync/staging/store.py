@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,7 @@ class StagingStore:
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self.conn = conn
         self.path = path
+        self.scratch = False  # a throwaway copy (``scratch_copy``): a dry run works in one
         self.db = sqlite_utils.Database(conn)
         # the repositories: one per table family, each holding its SQL, all on this connection
         self.records = Records(conn)
@@ -176,6 +179,37 @@ class StagingStore:
             yield self.conn
         finally:
             self.conn.execute("ROLLBACK")
+
+    @contextlib.contextmanager
+    def scratch_copy(self) -> Iterator[StagingStore]:
+        """A private copy of this database, deleted when the ``with`` ends.
+
+        A dry run works in one from its first read to its last: it mirrors, adopts and plans
+        exactly as a real cycle would, and none of it (records, journal, cursors, the run,
+        the providers' last cycle) reaches this database, so the next real cycle does what
+        it would have done without the dry run. The copy sits beside this file, in a
+        directory only this user can read, and is a consistent snapshot (SQLite's backup).
+        """
+        directory = Path(tempfile.mkdtemp(prefix=".dry-run-", dir=self.path.parent))
+        try:
+            path = directory / self.path.name
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+            try:
+                target = sqlite3.connect(path)
+                try:
+                    self.conn.backup(target)
+                finally:
+                    target.close()
+            except sqlite3.Error as exc:
+                raise StagingError(
+                    f"{path}: cannot copy the staging database for a dry run ({exc}); "
+                    "check the free disk space beside it"
+                ) from None
+            with StagingStore.open(path, create=False) as copy:
+                copy.scratch = True
+                yield copy
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
 
     # records (kept here: the engine, the benchmarks and the tests stage through them) -----
 
