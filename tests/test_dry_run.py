@@ -184,7 +184,9 @@ def _named(value: Any, home: str, key: str = "") -> Any:
     text = value.replace(home, "<home>")
     text = _UUID.sub(lambda m: m.group(0) if m.group(0) in FIXED_IDS else "<mem0 id>", text)
     text = _MEM0_HASH_TIME.sub("<time>", text)
-    return _INSTANT.sub(lambda m: m.group(0) if m.group(0) in (CREATED, EARLIER, DUE) else "<now>", text)
+    return _INSTANT.sub(
+        lambda m: m.group(0) if m.group(0) in (CREATED, EARLIER, DUE) else "<now>", text
+    )
 
 
 # the changes ------------------------------------------------------------------------------
