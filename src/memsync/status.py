@@ -16,7 +16,7 @@ from memsync.daemon.backups import newest_backups
 from memsync.errors import MemsyncError
 from memsync.output import print_table, stdout
 from memsync.paths import Paths
-from memsync.records import parse_instant
+from memsync.records import is_expired, parse_instant
 from memsync.scopes import Scope
 from memsync.staging import StagingStore
 from memsync.sync.conflicts import list_conflicts
@@ -52,6 +52,7 @@ def collect_status(paths: Paths) -> dict[str, Any]:
         report["providers"][name] = {
             **info,
             "records": 0,
+            "hidden": 0,
             "scopes": {},
             "last_cycle": None,
             "state": None,
@@ -77,6 +78,7 @@ def _provider_entry(report: dict[str, Any], name: str) -> dict[str, Any]:
         report["providers"][name] = {
             "configured": False,
             "records": 0,
+            "hidden": 0,
             "scopes": {},
             "last_cycle": None,
             "state": None,
@@ -86,12 +88,28 @@ def _provider_entry(report: dict[str, Any], name: str) -> dict[str, Any]:
     return entry
 
 
+# Stores that stop serving a memory once its date has passed: Mem0 hides it from default
+# reads, mnem and Hindsight hold memsync's tombstone. Cognee cannot hold expiry (it keeps
+# serving them) and a PMM backup keeps everything.
+HIDES_EXPIRED = frozenset({"mem0-oss", "mem0-server", "mem0-platform", "mnem", "hindsight"})
+
+
 def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
     counts = store.status_counts
     for count in counts.records_by_scope():
         entry = _provider_entry(report, count.provider)
         entry["records"] += count.records
         entry["scopes"][count.scope_key] = count.records
+    for dated in counts.dated_by_scope():
+        # Hidden is not deleted: the mirror keeps an expired memory, its store no longer
+        # serves it. Counted apart, so "records" is what the store serves.
+        if dated.type in HIDES_EXPIRED and is_expired(dated.expiration_date):
+            entry = _provider_entry(report, dated.provider)
+            entry["records"] -= dated.records
+            entry["scopes"][dated.scope_key] -= dated.records
+            entry["hidden"] = entry.get("hidden", 0) + dated.records
+            hidden = entry.setdefault("hidden_scopes", {})
+            hidden[dated.scope_key] = hidden.get(dated.scope_key, 0) + dated.records
     durations = _run_durations(store)
     for name, last_cycle in store.providers.last_cycles():
         entry = _provider_entry(report, name)
@@ -304,7 +322,7 @@ def render_status(report: dict[str, Any]) -> None:
                 name + _scope_note(info),
                 info.get("type", "?"),
                 info.get("direction", "?"),
-                info.get("records", 0),
+                _mirrored(info),
                 f"{_when(cycle.get('finished_at'))}" + (f" ({took})" if took else ""),
                 _cycle_state(cycle),
                 _counts(cycle),
@@ -335,6 +353,13 @@ def render_status(report: dict[str, Any]) -> None:
     cycle = report.get("cycle") or {}
     if cycle.get("running"):
         stdout.print(f"a sync cycle is running now (pid {cycle.get('pid')})", markup=False)
+
+
+def _mirrored(info: dict[str, Any]) -> str:
+    """What the store serves, and apart, the expired memories it hides (kept, not deleted)."""
+    served = str(info.get("records", 0))
+    hidden = info.get("hidden", 0)
+    return f"{served} (+{hidden} expired, hidden)" if hidden else served
 
 
 def _scope_note(info: dict[str, Any]) -> str:

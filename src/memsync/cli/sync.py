@@ -152,12 +152,12 @@ def sync(
 def switch(app: App, name: str) -> None:
     """Make NAME the active backend (re-centre the star).
 
-    Runs a cycle around the current active backend first so nothing pending is lost, rewrites
-    `[sync] active` in the config, then runs a cycle around NAME. Links survive: no memory is
-    duplicated or lost.
+    Runs a cycle around the current active backend first so nothing pending is lost (it
+    writes whatever is still pending, and says so as it starts), rewrites `[sync] active` in
+    the config, then runs a cycle around NAME. Links survive: no memory is duplicated or lost.
     """
     try:
-        switched = switch_active(app.paths, app.config, name)
+        switched = switch_active(app.paths, app.config, name, announce=_announce_step)
     except SwitchRefused as refused:
         _print_cycle(refused.before)
         raise
@@ -167,6 +167,10 @@ def switch(app: App, name: str) -> None:
     _print_cycle(switched.after)
     click.echo(f"switched: {name} is now the active backend (was {switched.previous})")
     raise SystemExit(switched.after.exit_code)
+
+
+def _announce_step(line: str) -> None:
+    click.echo(line)
 
 
 # --- conflicts -----------------------------------------------------------------------------

@@ -12,6 +12,17 @@ class ScopeCount(NamedTuple):
     records: int
 
 
+class DatedCount(NamedTuple):
+    """Records of one provider and scope sharing an expiration date (the date is judged by
+    the caller, as ``records.is_expired`` does everywhere)."""
+
+    provider: str
+    type: str
+    scope_key: str
+    expiration_date: str
+    records: int
+
+
 class OutboxCount(NamedTuple):
     provider: str
     state: str
@@ -40,6 +51,16 @@ class StatusCounts:
             "SELECT provider, scope_key, COUNT(*) FROM records GROUP BY provider, scope_key"
         )
         return [ScopeCount(*row) for row in cursor]
+
+    def dated_by_scope(self) -> list[DatedCount]:
+        """Records with an expiration date, per provider (and its type), scope and date."""
+        cursor = self.conn.execute(
+            "SELECT r.provider, COALESCE(p.type, ''), r.scope_key, r.expiration_date, COUNT(*) "
+            "FROM records r LEFT JOIN providers p ON p.name = r.provider "
+            "WHERE r.expiration_date IS NOT NULL "
+            "GROUP BY r.provider, r.scope_key, r.expiration_date"
+        )
+        return [DatedCount(*row) for row in cursor]
 
     def outbox_needing_work(self) -> list[OutboxCount]:
         """Pending, failed and dead actions per provider and state."""

@@ -126,6 +126,9 @@ class Mirror:
         self.result = MirrorResult(provider.name)
         self.records = store.records
         self.records.start_listing()
+        # A memory its store gives no created_at (a native mnem node without event_time) is
+        # dated when memsync first sees it: one instant, which every copy then carries.
+        self.first_seen_at = utc_now_iso()
 
     def run(self, listing: Listing) -> MirrorResult:
         result = self.result
@@ -168,6 +171,9 @@ class Mirror:
             repairs: list[str] = []  # links whose record lost memsync's fields in the store
             for record in fresh:
                 old = existing.get(record.id)
+                if record.created_at is None:
+                    dated = old.created_at if old is not None else None
+                    record = replace(record, created_at=dated or self.first_seen_at)
                 if old is None:
                     link_id = self.provider.origin_of(record)
                     upserts.append(record_row(name, link_id, record, self.run_id))
@@ -176,7 +182,7 @@ class Mirror:
                     )
                     self.result.added += 1
                     continue
-                link_id, fingerprint, version = old
+                link_id, fingerprint, version = old.link_id, old.fingerprint, old.version
                 carried = (
                     record.detached
                     and bool(version)
