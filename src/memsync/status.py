@@ -31,6 +31,7 @@ def collect_status(paths: Paths) -> dict[str, Any]:
         "providers": {},
         "outbox": {"pending": 0, "failed": 0, "dead": 0},
         "conflicts": {"open": 0},
+        "rollbacks": {},  # provider -> memories it went back in time on, not settled yet
         "last_run": None,
         "last_backup": _last_backup(paths.backups_dir),
         "backups": newest_backups(paths.backups_dir),
@@ -123,6 +124,9 @@ def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
         report["outbox"][outbox.state] += outbox.actions
     report["outbox"]["dead_actions"] = [action._asdict() for action in counts.dead_actions(20)]
     report["conflicts"]["open"] = store.conflicts.count_open()
+    report["rollbacks"] = store.rollbacks.counts()
+    for name, count in report["rollbacks"].items():
+        _provider_entry(report, name)["rolled_back"] = count
     run = store.runs.latest()
     if run:
         report["last_run"] = {
@@ -346,6 +350,13 @@ def render_status(report: dict[str, Any]) -> None:
             markup=False,
         )
     stdout.print(f"conflicts: {report['conflicts']['open']} open", markup=False)
+    for name, count in sorted(report.get("rollbacks", {}).items()):
+        stdout.print(
+            f"rolled back in {name}: {count} memor{'y' if count == 1 else 'ies'} older than "
+            f"memsync saw there (restored? writes lost?); nothing copied until settled: "
+            f"`memsync conflicts`, `memsync resolve --rolled-back {name} --keep NAME`",
+            markup=False,
+        )
     backup = report["last_backup"]
     stdout.print(
         f"last backup: {backup['path']}" if backup else "last backup: none yet", markup=False
@@ -412,7 +423,8 @@ def _cycle_state(cycle: dict[str, Any]) -> str:
     if state == "ok":
         return "ok, complete" if cycle.get("complete") else "ok"
     if cycle.get("refused"):
-        return f"deletes refused: {cycle['refused']}"
+        gate = "rollbacks" if cycle.get("refused_by") == "rollbacks" else "deletes"
+        return f"{gate} refused: {cycle['refused']}"
     if state == "partial" or cycle.get("partial_reason"):
         return f"partial: {cycle.get('partial_reason') or 'listing incomplete'}"
     if state == "busy" or cycle.get("busy"):

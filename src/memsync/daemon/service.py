@@ -248,10 +248,12 @@ class Daemon:
         log.log(logging.INFO if report.exit_code == 0 else logging.WARNING, "%s", line)
         for name, outcome in report.providers.items():
             if outcome.mirror and outcome.mirror.refused:
-                log.warning(
-                    "sync #%d: %s: deletes REFUSED: %s; confirm with `memsync sync --force-delete`",
+                gate = "rollbacks" if outcome.mirror.refused_by == "rollbacks" else "deletes"
+                log.warning(  # the reason says how to confirm or settle it
+                    "sync #%d: %s: %s REFUSED: %s",
                     report.run_id,
                     name,
+                    gate,
                     outcome.mirror.refused,
                 )
             elif outcome.error:

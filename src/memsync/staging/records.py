@@ -210,6 +210,7 @@ class Records:
         self.conn.execute("DELETE FROM records WHERE provider = ?", (provider,))
         self.conn.execute("DELETE FROM links WHERE provider = ?", (provider,))
         self.conn.execute("DELETE FROM cursors WHERE provider = ?", (provider,))
+        self.conn.execute("DELETE FROM rollbacks WHERE provider = ?", (provider,))
 
     def record_skipped(self, rows: Iterable[tuple[int, str, str, str, str]]) -> None:
         """(run id, provider, provider id, reason, at): records listed but not carried."""

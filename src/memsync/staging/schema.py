@@ -345,6 +345,29 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX verify_results_by_pair ON verify_results (a, b, id);
         """,
     ),
+    Migration(
+        6,
+        "rollbacks: memories a store went back in time on, held until the user settles them",
+        """
+        -- A store that answers an older version of a memory than one memsync had seen from
+        -- it (its updated_at went backwards, or it answers a version memsync saw superseded)
+        -- was rolled back (a restore, a lost write): that version is not copied anywhere
+        -- until the user says which one stands. listed_updated_at NULL: the memory is gone
+        -- from a store that went back in time.
+        CREATE TABLE rollbacks (
+            provider TEXT NOT NULL,
+            link_id TEXT NOT NULL,
+            provider_id TEXT NOT NULL,
+            seen_updated_at TEXT,
+            listed_updated_at TEXT,
+            run_id INTEGER,
+            at TEXT NOT NULL,
+            PRIMARY KEY (provider, link_id)
+        ) WITHOUT ROWID;
+        -- A conflict that is a rollback names the store that went back in time.
+        ALTER TABLE conflicts ADD COLUMN rolled_back TEXT;
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

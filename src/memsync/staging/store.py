@@ -30,6 +30,7 @@ from memsync.staging.links import Links
 from memsync.staging.outbox import Outbox
 from memsync.staging.providers import ProviderRegistry
 from memsync.staging.records import Records
+from memsync.staging.rollbacks import Rollbacks
 from memsync.staging.rows import RECORD_COLUMNS, dumps, record_row, row_record
 from memsync.staging.runs import Runs
 from memsync.staging.schema import LATEST, MIGRATIONS
@@ -66,6 +67,7 @@ class StagingStore:
         self.adoption = AdoptionSearch(conn)
         self.status_counts = StatusCounts(conn)
         self.verify_results = VerifyResults(conn)
+        self.rollbacks = Rollbacks(conn)
 
     # opening ------------------------------------------------------------------------------
 
