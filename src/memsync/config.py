@@ -324,11 +324,24 @@ class UiConfig(_Strict):
         return self
 
 
+class VerifyConfig(_Strict):
+    """Scheduled verify: the daemon runs `verify` over every linked pair and scope this often;
+    off unless ``interval`` is set."""
+
+    interval: float | None = None
+
+    @field_validator("interval", mode="before")
+    @classmethod
+    def _interval(cls, value: Any) -> float | None:
+        return None if value is None else parse_duration(value)
+
+
 class Config(_Strict):
     sync: SyncConfig
     backup: BackupConfig = BackupConfig()
     pmm: PmmConfig = PmmConfig()
     ui: UiConfig = UiConfig()
+    verify: VerifyConfig = VerifyConfig()
     providers: dict[str, ProviderConfig]
 
     @field_validator("providers")

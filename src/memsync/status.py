@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from memsync.config import Config, load_config
 from memsync.daemon.backups import newest_backups
 from memsync.errors import MemsyncError
@@ -49,6 +51,7 @@ def collect_status(paths: Paths) -> dict[str, Any]:
     except MemsyncError as exc:
         report["config"]["error"] = str(exc)
     report["cutover"] = []
+    report["verify"] = {"interval": None, "pairs": [], "failing": 0}
     for name, info in configured.items():
         report["providers"][name] = {
             **info,
@@ -65,6 +68,7 @@ def collect_status(paths: Paths) -> dict[str, Any]:
                 _from_store(store, report)
                 if config is not None:
                     report["cutover"] = cutover_readiness(store, config)
+                    report["verify"] = verify_summary(report["cutover"], config)
         except MemsyncError as exc:
             report["database"]["error"] = str(exc)
     return report
@@ -217,6 +221,20 @@ def cutover_readiness(store: StagingStore, config: Config) -> list[dict[str, Any
     return pairs
 
 
+def verify_summary(pairs: list[dict[str, Any]], config: Config) -> dict[str, Any]:
+    """The newest verify of each linked pair (scheduled or by hand), and how many fail."""
+    results = []
+    for pair in pairs:
+        found = pair.get("verify") or {}
+        failing = bool(found) and (bool(found.get("error")) or not found.get("reconciled"))
+        results.append({"a": pair["a"], "b": pair["b"], **found, "failing": failing})
+    return {
+        "interval": config.verify.interval,
+        "pairs": results,
+        "failing": sum(1 for r in results if r["failing"]),
+    }
+
+
 def _check(name: str, ok: bool, text: str) -> dict[str, Any]:
     return {"name": name, "ok": ok, "text": text}
 
@@ -357,6 +375,7 @@ def render_status(report: dict[str, Any]) -> None:
             f"`memsync conflicts`, `memsync resolve --rolled-back {name} --keep NAME`",
             markup=False,
         )
+    _render_verify(report.get("verify") or {})
     backup = report["last_backup"]
     stdout.print(
         f"last backup: {backup['path']}" if backup else "last backup: none yet", markup=False
@@ -371,6 +390,34 @@ def _mirrored(info: dict[str, Any]) -> str:
     served = str(info.get("records", 0))
     hidden = info.get("hidden", 0)
     return f"{served} (+{hidden} expired, hidden)" if hidden else served
+
+
+def _render_verify(summary: dict[str, Any]) -> None:
+    """Each linked pair's newest verify; one that does not hold is marked FAILED (red)."""
+    interval = summary.get("interval")
+    pairs = [p for p in summary.get("pairs", []) if p.get("at")]
+    if interval is None and not pairs:
+        return
+    every = f"every {_took(interval)}" if interval else "by hand only ([verify] interval unset)"
+    stdout.print(f"verify: {every}", markup=False)
+    for pair in summary.get("pairs", []):
+        names = f"{pair['a']} ↔ {pair['b']}"
+        if not pair.get("at"):
+            stdout.print(f"  {names}: never verified", markup=False)
+        elif pair.get("error"):
+            stdout.print(
+                f"  [red]FAILED[/red] {names}: could not verify at {_when(pair['at'])}: "
+                f"{escape(pair['error'])}"
+            )
+        elif not pair.get("reconciled"):
+            stdout.print(
+                f"  [red]FAILED[/red] {names}: {pair.get('differences', 0)} difference(s) at "
+                f"{_when(pair['at'])}; `memsync verify {escape(pair['a'])} {escape(pair['b'])}`"
+            )
+        else:
+            since = pair.get("changes_since") or 0
+            later = f", {since} change(s) since" if since else ""
+            stdout.print(f"  {names}: reconciled at {_when(pair['at'])}{later}", markup=False)
 
 
 def _scope_note(info: dict[str, Any]) -> str:

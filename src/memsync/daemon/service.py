@@ -30,6 +30,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from memsync.config import Config, load_config
+from memsync.daemon import scheduled_verify
 from memsync.daemon.backups import last_backup_time, take_backups
 from memsync.daemon.logging import Redactor, secrets_in
 from memsync.daemon.notify import Notifier
@@ -129,6 +130,7 @@ class Daemon:
             id="backup",
             next_run_time=self._first_backup_time(now),
         )
+        scheduled_verify.install(self.scheduler, self._verify_job, self.paths, config, now)
         self.scheduler.start()
         threading.Thread(target=self._watch_config, name="config-watch", daemon=True).start()
         self._start_ui()
@@ -299,6 +301,14 @@ class Daemon:
                     removed,
                 )
 
+    @property
+    def _verify_job(self) -> Callable[[], None]:
+        """The scheduled verify (``daemon/scheduled_verify.py``), counted like every job."""
+        return self._guarded(
+            "verify",
+            lambda: scheduled_verify.verify_job(self.paths, lambda: self.config, self.stop),
+        )
+
     def _run_soon(self, job_id: str) -> None:
         """Run a job now, unless the scheduler is shutting down or the job is gone."""
         try:
@@ -361,6 +371,7 @@ class Daemon:
             self.scheduler.reschedule_job(
                 "backup", trigger=IntervalTrigger(seconds=new.backup.interval, timezone=UTC)
             )
+        scheduled_verify.reconfigure(self.scheduler, self._verify_job, self.paths, old, new)
         if new != old:
             self._run_soon("sync")
             log.info(

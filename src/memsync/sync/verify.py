@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
+import threading
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -367,6 +368,10 @@ class ScopedVerifyReport:
     def reconciled(self) -> bool:
         return all(s.reconciled for s in self.scopes)
 
+    @property
+    def difference_count(self) -> int:
+        return self.totals()["differences"]
+
     def totals(self) -> dict[str, int]:
         reports = [s.report for s in self.scopes if s.report is not None]
         return {
@@ -397,6 +402,7 @@ def verify_every_scope(
     b: str,
     *,
     bases: Mapping[str, Provider] | None = None,
+    stop: threading.Event | None = None,
 ) -> ScopedVerifyReport:
     """``verify`` of A and B in every scope: those staging knows and those the sources
     discover. Each scope is recorded under its scoped names, and the pair as a whole under
@@ -426,6 +432,8 @@ def verify_every_scope(
             with StagingStore.open(database, create=False) as store:
                 scopes |= known_scopes(store, config)
         for scope in sorted(scopes):
+            if stop is not None and stop.is_set():
+                raise MemsyncError("verify stopped by a signal before every scope was compared")
             outcome = ScopeVerify(scope)
             try:
                 first = binder.bind(a, bases[a], scope)
@@ -466,12 +474,17 @@ def verify_in_scope(
 
 
 def verify_pair(
-    config: Config, database: Path, a: str, b: str
+    config: Config, database: Path, a: str, b: str, *, stop: threading.Event | None = None
 ) -> VerifyReport | ScopedVerifyReport:
     """What `memsync verify A B` does: every scope of a wildcard config, else the two
     providers as configured; recorded for the readiness view either way."""
     from memsync.scopes.model import scoped_config_keys
 
     if scoped_config_keys(config.providers):
-        return verify_every_scope(config, database, a, b)
+        return verify_every_scope(config, database, a, b, stop=stop)
     return verify_in_scope(config, database, a, b)
+
+
+def record_verify_failure(database: Path, a: str, b: str, error: str) -> None:
+    """Keep that A and B could not be compared (a provider that cannot be built or reached)."""
+    _record_quietly(database, a, b, None, error)

@@ -126,6 +126,12 @@ function statusBanners(report) {
       `than memsync saw there (restored from a backup? writes lost?). Nothing was copied; settle ${count === 1 ? "it" : "them"} on the Conflicts page ` +
       `or with \`memsync resolve --rolled-back ${name} --keep NAME\`.`));
   }
+  const failing = ((report.verify || {}).pairs || []).filter(p => p.failing);
+  if (failing.length) {
+    list.push(banner("error", `Verify: ${failing.length} linked pair${failing.length === 1 ? " does" : "s do"} not hold the same memories: ` +
+      failing.map(p => `${p.a} ↔ ${p.b} (${p.error ? `could not verify: ${p.error}` : `${p.differences} difference(s)`} at ${when(p.at)})`).join("; ") +
+      ". Run `memsync verify A B` for the list."));
+  }
   if (report.cycle && report.cycle.running) {
     list.push(banner("info", `A sync cycle is running now (pid ${report.cycle.pid ?? "?"}); the figures update when it finishes.`));
   }
