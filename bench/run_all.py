@@ -25,6 +25,7 @@ BENCHES = [
     "bench.bench_http",
     "bench.bench_scopes",
     "bench.bench_status_page",
+    "bench.bench_dry_run",
 ]
 
 
