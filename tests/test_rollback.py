@@ -76,7 +76,7 @@ class World:
 
     def __init__(self, home: Path) -> None:
         self.home = home
-        (home / "config").mkdir()
+        (home / "config").mkdir(exist_ok=True)
         self.double = Mem0ServerDouble(api_key=KEY)
         self.memory = self.double.memory
         mnem.init(str(home / "agent"))

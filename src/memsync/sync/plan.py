@@ -294,6 +294,8 @@ def _rollback_conflict(view: LinkView, topology: Topology, provider: str) -> Con
         current = view.sides[other].current
         if other == provider or other in topology.unavailable or current is None:
             continue
+        if not topology.is_source(other):
+            continue  # a push-only copy holds what others decided; it is nobody's side
         if current.fingerprint == view.agreed and not view.agreed_deleted:
             changes.append(Change(other, "changed", current))  # each side the user may keep
     return Conflict(view.link_id, tuple(changes), None, topology.policy, rolled_back=provider)
