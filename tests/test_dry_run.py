@@ -137,7 +137,12 @@ class World:
             for line in path.read_text().splitlines()[1:]
         )
         with StagingStore.open(self.home / "state" / "staging.db", create=False) as staging:
-            journal = log_entries(staging, limit=100_000)
+            entries = log_entries(staging, limit=100_000)
+        # In the journal's own order (its sequence; adoptions, which have none, by what they
+        # join): `log` orders by instant, and two worlds' instants tie differently.
+        journal = sorted(
+            entries, key=lambda e: (e["seq"] is None, e["seq"] or 0, e["link_id"], e["provider"])
+        )
         picture = {
             "mem0": mem0,
             "mnem": nodes,

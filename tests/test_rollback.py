@@ -63,12 +63,14 @@ class Snapshot:
         client, collection = self.store.client, self.store.collection_name
         if newer:
             client.delete(collection, points_selector=models.PointIdsList(points=newer))
-        client.upsert(
-            collection,
-            points=[
-                models.PointStruct(id=p.id, vector=p.vector, payload=p.payload) for p in self.points
-            ],
-        )
+        if self.points:
+            client.upsert(
+                collection,
+                points=[
+                    models.PointStruct(id=p.id, vector=p.vector, payload=p.payload)
+                    for p in self.points
+                ],
+            )
 
 
 class World:
@@ -268,3 +270,26 @@ def test_many_rollbacks_at_once_refuse_the_store_until_the_user_settles_them_all
 def test_settling_rollbacks_where_there_are_none_says_so(world: World) -> None:
     with world.store() as store, pytest.raises(MemsyncError, match="no memory of server is"):
         settle_rollbacks(store, "server", "agent")
+
+
+def test_a_store_that_went_back_and_then_lists_nothing_is_refused_not_emptied(
+    world: World,
+) -> None:
+    snapshot = Snapshot(world.double)
+    world.agent_rewrites("memory number 1", "memory number 1, newer")
+    assert world.sync().exit_code == 0
+    snapshot.restore()
+    assert world.sync().exit_code == 1  # one rollback, open
+    empty = Snapshot(world.double)
+    empty.points = []
+    empty.restore()  # the server now answers an empty listing
+
+    report = world.sync()
+
+    server = report.providers["server"].mirror
+    assert report.exit_code == 6 and server is not None and server.refused_by == "max_delete"
+    assert "listed no memories" in (server.refused or "")
+    with world.store() as store:
+        assert store.rollbacks.counts() == {"server": 1}  # nothing else taken for lost
+        assert store.count_records("server") == N
+    assert len(world.agent_texts()) == N and "memory number 1, newer" in world.agent_texts()

@@ -59,6 +59,7 @@ def settle_rollbacks(
         )
     now, settled, left = utc_now_iso(), 0, []
     with store.transaction():
+        chosen = store.conflicts.resolving()
         for row in rows:
             open_id = store.conflicts.open_id(row.link_id)
             if open_id is not None:
@@ -67,7 +68,7 @@ def settle_rollbacks(
                     left.append(row.link_id)
                     continue
                 store.conflicts.choose_winner(open_id, keep, f"kept {keep} by hand")
-            elif row.link_id not in store.conflicts.resolving():
+            elif row.link_id not in chosen:
                 versions = _rollback_versions(store, provider, row.link_id)
                 if keep not in versions:
                     left.append(row.link_id)

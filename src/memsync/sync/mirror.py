@@ -355,15 +355,15 @@ class Mirror:
             gone = self._missing()
         if listing.tombstones_expired:  # out of the store by memsync's own tombstone, not gone
             gone = [row for row in gone if not is_expired(row.expiration_date)]
-        if gone and listing.mode == "full" and self._went_back_in_time():
-            self._lost_in_the_rollback(gone)
-            return
         if listing.mode == "full" and gone and self.result.listed == 0 and not self.limits.force:
             self.result.refused_by = "max_delete"
             self.result.refused = (
                 f"listed no memories but held {before} before; nothing deleted "
                 "(if this is right, run `memsync sync --force-delete`)"
             )
+            return
+        if gone and listing.mode == "full" and self._went_back_in_time():
+            self._lost_in_the_rollback(gone)
             return
         if self.limits.exceeded(len(gone), before):
             self.result.refused_by = "max_delete"
