@@ -62,9 +62,9 @@ def _print_cycle(report: CycleReport) -> None:
             keep_other = f", `--keep {others[0]}` writes the newer one back" if others else ""
             click.echo(
                 f"conflict #{conflict.id} on {conflict.link_id}: rolled back in "
-                f"{conflict.rolled_back} (an older version than memsync saw there); nothing "
-                f"copied. `memsync resolve {conflict.id} --keep {conflict.rolled_back}` takes "
-                f"it everywhere{keep_other}"
+                f"{conflict.rolled_back} (it went back to an older state than memsync saw "
+                f"there); nothing copied. `memsync resolve {conflict.id} --keep "
+                f"{conflict.rolled_back}` takes that everywhere{keep_other}"
             )
         elif conflict.state == "open":
             click.echo(
@@ -93,7 +93,11 @@ def _print_cycle(report: CycleReport) -> None:
 
 @click.command()
 @click.option("--provider", "only", multiple=True, help="Sync only this provider (repeatable).")
-@click.option("--dry-run", is_flag=True, help="Print the plan; write nothing to any provider.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the plan; change nothing (not even what memsync records of the providers).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the cycle report as JSON.")
 @click.option("--force-delete", is_flag=True, help="Confirm deletes a safety gate refused.")
 @click.option("--full", is_flag=True, help="List incremental providers in full this time.")
@@ -119,15 +123,15 @@ def sync(
     """Run one sync cycle: mirror, plan, replay.
 
     Exits 0 when every provider is reconciled, 1 when something failed, was busy or is in an
-    open conflict, 6 when a safety gate refused deletes.
+    open conflict (a rollback too), 6 when a safety gate refused deletes or rollbacks.
 
     \b
-    --json prints: providers.NAME.{state, listed, added, changed, removed,
-    skipped[{id, reason}], complete, partial_reason, refused, written, failed, adopted},
-    actions[{action (create, update, delete, adopt), memory, provider, from}],
+    --json prints: providers.NAME.{state, listed, added, changed, removed, rolled_back,
+    skipped[{id, reason}], complete, partial_reason, refused, refused_by, written, failed,
+    adopted}, actions[{action (create, update, delete, adopt), memory, provider, from}],
     replayed{create, update, delete},
     failures[{provider, action, link_id, error, dead}], conflicts[{id, link_id,
-    providers, policy, winner, state}], refusals{NAME: why}, exit_code.
+    providers, policy, winner, state, rolled_back}], refusals{NAME: why}, exit_code.
     With wildcard scopes, providers are named NAME[KEY=VALUE] and the report adds
     scopes{KEY=VALUE: {scope, state, discovered, providers, error}} and
     discovery{NAME: {state, scopes, complete, note, error}}.
