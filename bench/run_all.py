@@ -23,6 +23,7 @@ BENCHES = [
     "bench.bench_first_sync",
     "bench.bench_adopt",
     "bench.bench_http",
+    "bench.bench_rate_limit",
     "bench.bench_scopes",
     "bench.bench_status_page",
     "bench.bench_dry_run",

@@ -22,5 +22,5 @@ def test_a_malformed_scope_is_one_line_and_exit_1(
     assert result.stdout == ""
     assert result.stderr == (
         f"memsync: error: --scope {scope!r}: expected KEY=VALUE[,KEY=VALUE] with keys from "
-        "user_id, agent_id, run_id, e.g. --scope user_id=alice\n"
+        "user_id, agent_id, app_id, run_id, e.g. --scope user_id=alice\n"
     )

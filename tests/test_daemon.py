@@ -150,9 +150,9 @@ class NotifySocket:
 class DaemonProcess:
     """`python -m memsync daemon` with its stderr collected line by line."""
 
-    def __init__(self, home: Path, **env: str) -> None:
+    def __init__(self, home: Path, argv: list[str] | None = None, **env: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "memsync", "daemon"],
+            argv or [sys.executable, "-m", "memsync", "daemon"],
             env=subprocess_env(MEMSYNC_HOME=str(home), **env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -303,7 +303,7 @@ def test_filters_without_a_scope_id_are_refused(
     small_mem0: Any, sdk: ModuleType, tmp_path: Path
 ) -> None:
     store = new_store(sdk, tmp_path / "mnem")
-    with pytest.raises(ProviderError, match="user_id, agent_id or run_id"):
+    with pytest.raises(ProviderError, match="user_id, agent_id, app_id or run_id"):
         import_mem0(store, small_mem0, filters={}, sdk=sdk)
 
 

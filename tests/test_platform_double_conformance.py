@@ -117,3 +117,45 @@ def test_the_official_client_sends_no_org_or_project(
     client.get_all(filters={"user_id": "alice"})
     for seen in platform.faults.seen:
         assert "org_id" not in seen.query and "project_id" not in seen.query, seen.path
+
+
+def test_dream_reads_as_the_docs_table_says(
+    client: MemoryClient, platform: Mem0PlatformDouble
+) -> None:
+    # dream.mdx, "How reads change with Dream": default = active + superseded; latest_only =
+    # active; include_merged = all three. The client passes both flags through unmodified.
+    active = add(client, "User's dog Rex is a 3-year-old golden retriever")
+    merged = add(client, "User has a dog named Rex")
+    old = add(client, "User lives in Lisbon")
+    new = add(client, "User moved to Berlin")
+    platform.merge(merged, into=active)
+    platform.supersede(old, by=new)
+    pattern = platform.synthesize(
+        "User is settling in Berlin with Rex", [active, new], user_id="alice"
+    )
+
+    def ids(**flags: Any) -> set[str]:
+        answer = client.get_all(filters={"user_id": "alice"}, page=1, page_size=50, **flags)
+        assert answer["count"] == len(answer["results"])
+        return {r["id"] for r in answer["results"]}
+
+    assert ids() == {active, old, new, pattern}
+    assert ids(latest_only=True) == {active, new, pattern}
+    assert ids(include_merged=True) == {active, merged, old, new, pattern}
+    held = client.get(merged)  # retained, not deleted: a read by id still finds it
+    assert (held["lifecycle_state"], held["replaced_by"]) == ("merged", active)
+    superseded = client.get(old)
+    assert (superseded["lifecycle_state"], superseded["replaced_by"]) == ("superseded", new)
+    assert client.get(pattern)["synthesized"] is True
+    assert (
+        client.get(new)["lifecycle_state"] == "active" and client.get(new)["synthesized"] is False
+    )
+
+
+def test_an_app_is_an_entity_and_a_filter(client: MemoryClient) -> None:
+    in_app = add(client, "prefers dark mode", app_id="web")
+    add(client, "no app")
+    answer = client.get_all(filters={"AND": [{"user_id": "alice"}, {"app_id": "web"}]})
+    assert [r["id"] for r in answer["results"]] == [in_app]
+    assert client.get(in_app)["app_id"] == "web"
+    assert ("app", "web") in {(e["type"], e["name"]) for e in client.users()["results"]}

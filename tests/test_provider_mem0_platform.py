@@ -122,7 +122,11 @@ def test_requests_have_the_shapes_memoryclient_sends(platform: Mem0PlatformDoubl
     assert add.query == {"org_id": ["org_1"], "project_id": ["proj_1"]}
     listed = [s for s in platform.faults.requests("POST") if s.path == "/v3/memories/"]
     assert listed[0].query["page"] == ["1"] and listed[0].query["page_size"] == ["25"]
-    assert listed[0].body == {"filters": {"user_id": "alice"}, "show_expired": True}
+    assert listed[0].body == {
+        "filters": {"user_id": "alice"},
+        "show_expired": True,  # expiry is not deletion
+        "include_merged": True,  # nor is Dream's merge
+    }
     assert platform.extraction_requests == 0
 
 

@@ -61,3 +61,31 @@ def test_status_counts_what_the_stores_serve_with_expired_ones_apart(
     assert (status["agent"]["scopes"][scope], status["agent"]["hidden_scopes"]) == (1, {scope: 1})
     text = CliRunner().invoke(main, ["status"]).output
     assert "1 (+1 expired, hidden)" in text, text
+
+
+def test_a_memory_dream_retired_is_counted_apart_where_memsync_forgot_it(
+    tmp_path: Path,
+) -> None:
+    """Merged on the Platform: mnem holds memsync's tombstone of it (the current truth only),
+    the Platform hides it from default reads, the PMM backup keeps it; verify explains it."""
+    from memsync.paths import Paths
+    from memsync.status import status_report
+    from memsync.sync.verify import verify
+    from tests.test_dream import World
+
+    world = World(tmp_path)
+    rex = world.add("User has a dog named Rex")
+    richer = world.add("User has a dog named Rex, a beagle")
+    world.sync()
+    world.platform.merge(rex, into=richer)
+    world.sync()
+
+    paths = Paths(tmp_path / "none.toml", tmp_path, tmp_path / "data", tmp_path / "run")
+    providers = status_report(paths)["providers"]
+    assert (providers["mnem"]["records"], providers["mnem"]["hidden_by"]) == (1, {"retired": 1})
+    assert len(world.served_by_mnem()) == 1
+    assert (providers["mem0"]["records"], providers["mem0"]["hidden"]) == (1, 1)
+    assert (providers["backup"]["records"], providers["backup"]["hidden"]) == (2, 0)
+    report = verify(world.providers["mem0"], world.providers["mnem"])
+    assert report.reconciled, report.as_dict()
+    assert [e.content for e in report.explained] == ["User has a dog named Rex"]

@@ -22,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from memsync.cli import main
+from memsync.dream import Dream
 from memsync.providers.memory import MemoryProvider, MemoryStore
 from memsync.records import Record
 from memsync.staging import StagingStore
@@ -78,26 +79,34 @@ def test_an_expired_memory_forgotten_in_mnem_is_explained_and_verify_holds(
     assert "explained, only in old: 'In Lisbon this week'" in out
 
 
-class PlatformLike(MemoryProvider):
-    type = "mem0-platform"  # Dream's states exist only on the Platform
+class ForgetsRetired(MemoryProvider):
+    """A store memsync takes Dream's retired memories out of (mnem's tombstone)."""
+
+    def _mine(self) -> list[Record]:
+        return [r for r in super()._mine() if not Dream.of(r.provenance).retired]
+
+    def listing(self, cursor: str | None = None) -> Any:
+        listing = super().listing(cursor)
+        listing.tombstones_retired = True
+        return listing
 
 
 def test_dream_merged_and_superseded_memories_are_explained_not_differences() -> None:
-    platform = PlatformLike("platform", MemoryStore())
-    mnem_side = MemoryProvider("mnem", MemoryStore())
+    platform = MemoryProvider("platform", MemoryStore())
+    mnem_side = ForgetsRetired("mnem", MemoryStore())
     for text, state in (("lives in Lisbon", "superseded"), ("likes tea!", "merged"), ("x", None)):
-        record = Record(
-            id=text, content=text, provenance={"lifecycle_state": state} if state else {}
-        )
-        platform.store.records[text] = record
-    mnem_side.store.records["x"] = Record(id="x", content="x")
+        provenance = {"lifecycle_state": state} if state else {}
+        for provider in (platform, mnem_side):
+            provider.store.records[text] = Record(id=text, content=text, provenance=provenance)
     mnem_side.store.records["y"] = Record(id="y", content="only in mnem")
 
     report = verify(platform, mnem_side)
 
     assert [(d.only_in, d.content) for d in report.differences] == [("mnem", "only in mnem")]
-    assert sorted(e.reason.split(" by ")[0] for e in report.explained) == ["merged", "superseded"]
-    assert all("platform" in e.reason for e in report.explained)
+    assert sorted(e.content for e in report.explained) == ["likes tea!", "lives in Lisbon"]
+    assert {e.reason for e in report.explained} == {
+        "retired by Dream; memsync forgot it in mnem (its history keeps it)"
+    }
     mnem_side.store.records.pop("y")
     assert verify(platform, mnem_side).reconciled
 

@@ -33,7 +33,9 @@ PROVIDER_TYPES = (
     "cognee",
     "pmm-dir",
 )
-SCOPE_KEYS = ("user_id", "agent_id", "run_id")
+# The Mem0 Platform's four entity types, in its order; app_id exists on the Platform alone.
+SCOPE_KEYS = ("user_id", "agent_id", "app_id", "run_id")
+PLATFORM_ONLY_KEYS = ("app_id",)
 DEFAULT_MAX_CONTENT_BYTES = 1024 * 1024
 
 # Keys that would carry a secret inline; refused with a message that says how to pass one.
@@ -137,9 +139,21 @@ def _check_scope(scope: dict[str, str]) -> dict[str, str]:
             )
     if not any(scope.get(k) for k in SCOPE_KEYS):
         raise ValueError(
-            "expected at least one of user_id, agent_id or run_id, e.g. "
+            "expected at least one of user_id, agent_id, app_id or run_id, e.g. "
             "scope = { user_id = \"alice\" }; Mem0 has no 'list everything' call"
         )
+    return scope
+
+
+def _no_platform_only_keys(scope: dict[str, str]) -> dict[str, str]:
+    """The Mem0 library and the self-hosted server know users, agents and runs, not apps."""
+    for key in PLATFORM_ONLY_KEYS:
+        if key in scope:
+            raise ValueError(
+                f"{key} is a Mem0 Platform key: the Mem0 library and the self-hosted server "
+                "store only user_id, agent_id and run_id (mem0 8d5b786), so an app cannot be "
+                "a scope there; remove it, or scope by user_id, agent_id or run_id"
+            )
     return scope
 
 
@@ -156,6 +170,7 @@ class Mem0OssConfig(_Authenticated):
     concurrency: int = Field(default=8, ge=1, le=64)  # embedding calls in flight (writes: 1)
 
     _scope = field_validator("scope")(_check_scope)
+    _scope_keys = field_validator("scope")(_no_platform_only_keys)
     _busy_timeout = field_validator("busy_timeout", mode="before")(
         classmethod(lambda cls, v: parse_duration(v))
     )
@@ -189,6 +204,7 @@ class Mem0ServerConfig(_Http):
     auth: Literal["api-key", "bearer", "none"] = "api-key"
 
     _scope = field_validator("scope")(_check_scope)
+    _scope_keys = field_validator("scope")(_no_platform_only_keys)
 
 
 class Mem0PlatformConfig(_Http):
@@ -198,6 +214,9 @@ class Mem0PlatformConfig(_Http):
     org_id: str | None = None
     project_id: str | None = None
     lookback: float = 600.0
+    # Read only what Dream calls the current truth (latest_only=true): memories already
+    # superseded or merged when first seen are never copied (see docs/dream.md).
+    latest_only: bool = False
 
     _scope = field_validator("scope")(_check_scope)
     _lookback = field_validator("lookback", mode="before")(
@@ -336,12 +355,20 @@ class VerifyConfig(_Strict):
         return None if value is None else parse_duration(value)
 
 
+class MetricsConfig(_Strict):
+    """/metrics on the status page's server: labels per configured provider, per scope too
+    only when asked (a team of thousands of scopes would be thousands of series each)."""
+
+    per_scope: bool = False
+
+
 class Config(_Strict):
     sync: SyncConfig
     backup: BackupConfig = BackupConfig()
     pmm: PmmConfig = PmmConfig()
     ui: UiConfig = UiConfig()
     verify: VerifyConfig = VerifyConfig()
+    metrics: MetricsConfig = MetricsConfig()
     providers: dict[str, ProviderConfig]
 
     @field_validator("providers")

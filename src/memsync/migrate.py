@@ -120,7 +120,8 @@ def import_mem0(
     ``mem0_memory`` is a ``mem0.Memory`` (``get_all(filters=, top_k=)``) or a
     ``MemoryClient``-shaped object (``get_all(filters=, page=, page_size=)`` answering
     ``{count, next, results}``); ``api`` forces one when detection by signature cannot tell.
-    ``filters`` must name a user_id, agent_id or run_id (Mem0 has no list-everything call).
+    ``filters`` must name a user_id, agent_id, app_id (the Platform's) or run_id (Mem0 has no
+    list-everything call).
     The store stays open: the caller owns it.
     """
     target = MnemProvider.attached(store, name="mnem", sdk=sdk)
@@ -279,9 +280,9 @@ class Mem0Source(Provider):
         super().__init__(name)
         self.mem0 = mem0
         self.filters = dict(filters or {})
-        if not any(self.filters.get(key) for key in ("user_id", "agent_id", "run_id")):
+        if not any(self.filters.get(key) for key in _SCOPE_IDS):
             raise ProviderError(
-                "import_mem0: filters must name a user_id, agent_id or run_id, e.g. "
+                "import_mem0: filters must name a user_id, agent_id, app_id or run_id, e.g. "
                 "filters={'user_id': 'alice'}; Mem0 has no 'list everything' call"
             )
         self.api = api if api != "auto" else _api_of(mem0)
@@ -359,9 +360,14 @@ class Mem0Source(Provider):
 
     def _client_page(self, page: int) -> Any:
         # show_expired: an expired memory still exists; it is imported with its date (and a
-        # store without expiry tombstones it), never silently left behind.
+        # store without expiry tombstones it), never silently left behind. include_merged: so
+        # does one the Platform's Dream merged (it moves with its state; mnem forgets it).
         return self.mem0.get_all(
-            filters=dict(self.filters), page=page, page_size=CLIENT_PAGE_SIZE, show_expired=True
+            filters=dict(self.filters),
+            page=page,
+            page_size=CLIENT_PAGE_SIZE,
+            show_expired=True,
+            include_merged=True,
         )
 
     def _call(self, call: Callable[[], Any]) -> Any:
@@ -397,7 +403,7 @@ class _Mem0Listing(Listing):
             self.complete = True
 
 
-_SCOPE_IDS = ("user_id", "agent_id", "run_id")
+_SCOPE_IDS = ("user_id", "agent_id", "app_id", "run_id")  # app_id: the Platform's alone
 
 
 def _api_of(mem0: Any) -> Literal["memory", "client"]:

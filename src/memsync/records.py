@@ -1,7 +1,8 @@
 """One memory as a provider holds it, and the fingerprints that identify and version it.
 
 ``content_hash`` is the dedup key across providers (text only); ``fingerprint`` is the change
-detector within a provider (text, the user's own metadata and the expiration date). Both are
+detector within a provider (text, the user's own metadata, the expiration date and what Dream
+says of the memory, see ``memsync.dream``). Both are
 computed over the normalised text so that NFC/NFD spellings and stray whitespace never look
 like edits. The text itself is carried byte for byte: normalisation lives only inside the
 hashes and the emptiness test (``is_blank``), never in what memsync stores or writes.
@@ -16,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
+
+from memsync.dream import Dream
 
 # Bump when the fingerprint algorithm changes; stored beside every fingerprint so an upgrade
 # re-fingerprints instead of reporting every record as changed.
@@ -60,16 +63,24 @@ def canonical_json(value: Any) -> str:
 
 
 def fingerprint(
-    text: str, metadata: Mapping[str, Any] | None, expiration_date: str | None = None
+    text: str,
+    metadata: Mapping[str, Any] | None,
+    expiration_date: str | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> str:
-    """sha256 over the canonical JSON of normalised text, user metadata and expiration date.
+    """sha256 over the canonical JSON of normalised text, user metadata, expiration date and
+    the Dream fields of ``provenance``.
 
-    The date joins the payload only when set, so a memory without one keeps the fingerprint
-    it had before expiry travelled (no mass "changed" on upgrade).
+    The date and Dream's marks join the payload only when they say something, so a memory
+    without them keeps the fingerprint it had before they travelled (no mass "changed" on
+    upgrade).
     """
     payload: dict[str, Any] = {"t": normalise_text(text), "m": user_metadata(metadata)}
     if expiration_date:
         payload["x"] = expiration_date
+    dream = Dream.of(provenance).hashed()
+    if dream:
+        payload["d"] = dream
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 
@@ -159,9 +170,12 @@ class Record:
             text = normalise_text(self.content)
             text_hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
             metadata_json = canonical_json(self.metadata) if self.metadata else "{}"
-            # The same bytes as fingerprint(content, metadata, expiration_date), built once.
+            # The same bytes as fingerprint(content, metadata, expiration_date, provenance),
+            # built once (canonical JSON sorts the keys: d, m, t, x).
             content_json = json.dumps(text, ensure_ascii=False)
-            payload = '{"m":' + metadata_json + ',"t":' + content_json
+            dream = Dream.of(self.provenance).hashed()
+            payload = '{"d":' + canonical_json(dream) + "," if dream else "{"
+            payload += '"m":' + metadata_json + ',"t":' + content_json
             if self.expiration_date:
                 payload += ',"x":' + json.dumps(self.expiration_date, ensure_ascii=False)
             digest = hashlib.sha256((payload + "}").encode("utf-8")).hexdigest()
@@ -231,7 +245,7 @@ class Outgoing:
 
     @property
     def fingerprint(self) -> str:
-        return fingerprint(self.content, self.metadata, self.expiration_date)
+        return fingerprint(self.content, self.metadata, self.expiration_date, self.provenance)
 
 
 @dataclass(slots=True, frozen=True)

@@ -47,6 +47,7 @@ direction = "push"
 # The hosted Mem0 Platform; the key comes from the environment or a file, never from here:
 # [providers.platform]
 # type = "mem0-platform"
-# scope = { user_id = "alice" }
+# scope = { user_id = "alice" }      # or { user_id = "alice", app_id = "*" }: each app apart
 # api_key_env = "MEM0_API_KEY"       # or api_key_file = "~/.config/memsync/mem0.key"
+# latest_only = false                # true: skip what Dream superseded or merged (docs/dream.md)
 """

@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from memsync.config import Config, load_config
 from memsync.daemon.backups import newest_backups
+from memsync.dream import MERGED, Dream
 from memsync.errors import MemsyncError
 from memsync.output import print_table, stdout
 from memsync.paths import Paths
@@ -99,22 +100,40 @@ def _provider_entry(report: dict[str, Any], name: str) -> dict[str, Any]:
 HIDES_EXPIRED = frozenset({"mem0-oss", "mem0-server", "mem0-platform", "mnem", "hindsight"})
 
 
+def _hidden(dated: Any) -> str | None:
+    """Why a store does not serve these records although memsync keeps them, if it does not:
+    "expired", or "retired" (by Dream: mnem holds memsync's tombstone of a superseded or
+    merged memory, the Platform hides a merged one from default reads)."""
+    if dated.type in HIDES_EXPIRED and is_expired(dated.expiration_date):
+        return "expired"
+    dream = Dream.of({"lifecycle_state": dated.lifecycle_state, "replaced_by": dated.replaced_by})
+    if dated.type == "mnem" and dream.retired:
+        return "retired"
+    if dated.type == "mem0-platform" and dream.lifecycle_state == MERGED:
+        return "retired"
+    return None
+
+
 def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
     counts = store.status_counts
     for count in counts.records_by_scope():
         entry = _provider_entry(report, count.provider)
         entry["records"] += count.records
         entry["scopes"][count.scope_key] = count.records
-    for dated in counts.dated_by_scope():
-        # Hidden is not deleted: the mirror keeps an expired memory, its store no longer
-        # serves it. Counted apart, so "records" is what the store serves.
-        if dated.type in HIDES_EXPIRED and is_expired(dated.expiration_date):
-            entry = _provider_entry(report, dated.provider)
-            entry["records"] -= dated.records
-            entry["scopes"][dated.scope_key] -= dated.records
-            entry["hidden"] = entry.get("hidden", 0) + dated.records
-            hidden = entry.setdefault("hidden_scopes", {})
-            hidden[dated.scope_key] = hidden.get(dated.scope_key, 0) + dated.records
+    for dated in counts.maybe_hidden_by_scope():
+        # Hidden is not deleted: the mirror keeps such a memory, its store no longer serves
+        # it. Counted apart, so "records" is what the store serves.
+        why = _hidden(dated)
+        if why is None:
+            continue
+        entry = _provider_entry(report, dated.provider)
+        entry["records"] -= dated.records
+        entry["scopes"][dated.scope_key] -= dated.records
+        entry["hidden"] = entry.get("hidden", 0) + dated.records
+        by_reason = entry.setdefault("hidden_by", {})
+        by_reason[why] = by_reason.get(why, 0) + dated.records
+        hidden = entry.setdefault("hidden_scopes", {})
+        hidden[dated.scope_key] = hidden.get(dated.scope_key, 0) + dated.records
     durations = _run_durations(store)
     for name, last_cycle in store.providers.last_cycles():
         entry = _provider_entry(report, name)
@@ -386,10 +405,13 @@ def render_status(report: dict[str, Any]) -> None:
 
 
 def _mirrored(info: dict[str, Any]) -> str:
-    """What the store serves, and apart, the expired memories it hides (kept, not deleted)."""
+    """What the store serves, and apart, what it hides (expired, retired; kept, not deleted)."""
     served = str(info.get("records", 0))
-    hidden = info.get("hidden", 0)
-    return f"{served} (+{hidden} expired, hidden)" if hidden else served
+    by_reason = info.get("hidden_by") or {}
+    if not info.get("hidden"):
+        return served
+    parts = [f"+{n} {why}" for why, n in sorted(by_reason.items())] or [f"+{info['hidden']}"]
+    return f"{served} ({', '.join(parts)}, hidden)"
 
 
 def _render_verify(summary: dict[str, Any]) -> None:

@@ -13,6 +13,28 @@ Expiry as upstream: a memory carries ``expiration_date`` (``YYYY-MM-DD`` or null
 and v1 PUT, not by the batch); once the date has passed, v3 lists leave it out unless the body
 asks ``show_expired: true``, while ``GET /v1/memories/{id}/`` still returns it.
 
+Dream as ``docs/platform/features/dream.mdx`` describes it (always on): every memory carries
+``lifecycle_state`` ("active", "superseded" or "merged"), ``replaced_by`` (the id of the memory
+that replaced it, or null) and ``synthesized``. A default v3 read returns active and superseded
+memories and hides merged ones; ``include_merged: true`` returns all three; ``latest_only:
+true`` returns active ones only (and wins over ``include_merged``). Synthesized pattern
+memories are active and appear beside the rest. Nothing Dream does deletes: ``GET
+/v1/memories/{id}/`` returns a memory in any state. The v3 list schema names ``replaced_by``
+and ``synthesized`` but not ``lifecycle_state``, which the v1 reads name; the docs badge
+superseded memories in default reads, so the double returns all three fields everywhere.
+Dream acts behind the client's back, as the Platform's background does: ``merge(duplicate,
+into=canonical)``, ``supersede(old, by=newer)`` and ``synthesize(text, sources, **ids)``.
+Whether Dream moves ``updated_at`` is not documented: ``dream_touches_updated_at`` (off by
+default, the case where only a full listing can see the change).
+
+Rate limits: with ``rate_limit`` set (a ``RateLimit``: ``limit`` requests per ``window``
+seconds, fixed windows starting at the first request, over the routes it names; the
+documented one is 1,000 adds a minute), every answer of those routes carries
+``X-RateLimit-Limit``, ``X-RateLimit-Remaining`` and ``X-RateLimit-Reset``, and a request past
+the limit is answered 429 with ``Retry-After``. The headers' units are not documented: Reset
+and Retry-After are whole seconds until the window ends, rounded up (Mem0's client reads
+Retry-After with ``int()``, so it must be whole). ``throttled`` counts the 429s.
+
 Shapes follow what ``MemoryClient`` reads: an add answers ``{"results": [...]}``, records
 (listed or read by id) carry ``session_id`` for the run id, errors are ``{"error": ...}``, and
 an id that is not a UUID is refused with 400 before it is looked up.
@@ -31,8 +53,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import threading
+import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -47,6 +73,47 @@ from tests.doubles import ASGIApp, ASGIBridge, Faults
 ENTITY_IDS = ("user_id", "agent_id", "app_id", "run_id")
 MAX_PAGE_SIZE = 200
 MAX_BATCH = 1000
+ACTIVE, SUPERSEDED, MERGED = "active", "superseded", "merged"
+ADD_ROUTE = ("POST", "/v3/memories/add/")
+
+
+@dataclass
+class RateLimit:
+    """``limit`` requests per fixed ``window`` (seconds) over ``routes`` (method, path)."""
+
+    limit: int = 1000
+    window: float = 60.0
+    routes: tuple[tuple[str, str], ...] = (ADD_ROUTE,)
+    clock: Callable[[], float] = time.monotonic
+    first_at: float | None = None  # when the first request of these routes arrived
+    _started: float | None = None
+    _used: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def covers(self, method: str, path: str) -> bool:
+        return (method, path) in self.routes
+
+    def take(self) -> tuple[bool, dict[str, str]]:
+        """Whether one more request fits this window, and the headers that say how many do."""
+        with self._lock:
+            now = self.clock()
+            if self._started is None:
+                self._started = self.first_at = now
+            elif now >= self._started + self.window:  # the next window on the same grid
+                self._started += self.window * ((now - self._started) // self.window)
+                self._used = 0
+            allowed = self._used < self.limit
+            if allowed:
+                self._used += 1
+            reset = max(0.0, self._started + self.window - now)
+            headers = {
+                "X-RateLimit-Limit": str(self.limit),
+                "X-RateLimit-Remaining": str(max(0, self.limit - self._used)),
+                "X-RateLimit-Reset": str(math.ceil(reset)),
+            }
+            if not allowed:
+                headers["Retry-After"] = headers["X-RateLimit-Reset"]
+            return allowed, headers
 
 
 class _Refused(Exception):
@@ -62,8 +129,12 @@ class Mem0PlatformDouble:
         api_key: str,
         page_size_default: int = 100,
         metadata_mode: Literal["replace", "merge"] = "replace",
+        rate_limit: RateLimit | None = None,
     ) -> None:
         self.api_key = api_key
+        self.rate_limit = rate_limit
+        self.throttled = 0  # requests answered 429 by the rate limit
+        self.dream_touches_updated_at = False
         self.metadata_mode = metadata_mode
         self.page_size_default = page_size_default
         self.memories: dict[str, dict[str, Any]] = {}
@@ -85,7 +156,7 @@ class Mem0PlatformDouble:
             Route("/v1/batch/", self.batch_delete, methods=["DELETE"]),
             Route("/v1/entities/", self.entities, methods=["GET"]),
         ]
-        self.app: ASGIApp = self.faults.wrap(Starlette(routes=routes))
+        self.app: ASGIApp = self.faults.wrap(self._limited(Starlette(routes=routes)))
 
     def transport(self) -> ASGIBridge:
         return ASGIBridge(self.app)
@@ -112,8 +183,76 @@ class Mem0PlatformDouble:
             "created_at": when,
             "updated_at": when,
             "hash": hashlib.md5(text.encode()).hexdigest(),
+            "lifecycle_state": ACTIVE,
+            "replaced_by": None,
+            "synthesized": False,
         }
         return memory_id
+
+    # Dream, behind the client's back ------------------------------------------------------
+
+    def _retire(self, memory_id: str, state: str, replacement: str) -> None:
+        if replacement not in self.memories:
+            raise KeyError(f"no memory {replacement} to point replaced_by at")
+        memory = self.memories[memory_id]
+        memory["lifecycle_state"] = state
+        memory["replaced_by"] = replacement
+        if self.dream_touches_updated_at:
+            memory["updated_at"] = self.now().isoformat()
+
+    def merge(self, duplicate: str, *, into: str) -> None:
+        """Dream folds ``duplicate`` into the canonical ``into``: hidden by default, kept."""
+        self._retire(duplicate, MERGED, into)
+
+    def supersede(self, old: str, *, by: str) -> None:
+        """Dream marks ``old`` as outdated by the newer ``by``: still listed, badged."""
+        self._retire(old, SUPERSEDED, by)
+
+    def synthesize(self, text: str, sources: list[str], **ids: str) -> str:
+        """Dream writes a pattern memory distilled from ``sources``, beside them."""
+        memory_id = self.insert(text, **ids)
+        self.memories[memory_id]["synthesized"] = True
+        self.memories[memory_id]["source_memory_ids"] = list(sources)
+        return memory_id
+
+    def _limited(self, app: ASGIApp) -> ASGIApp:
+        """The rate limit, in front of the routes (it answers before any work is done)."""
+
+        async def middleware(scope: Any, receive: Any, send: Any) -> None:
+            limit = self.rate_limit
+            if scope["type"] != "http" or limit is None:
+                await app(scope, receive, send)
+                return
+            if not limit.covers(scope["method"], scope["path"]):
+                await app(scope, receive, send)
+                return
+            allowed, headers = limit.take()
+            raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+            if not allowed:
+                self.throttled += 1
+                body = json.dumps({"error": "Rate limit exceeded"}).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 429,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            *raw,
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+
+            async def with_headers(message: Any) -> None:
+                if message["type"] == "http.response.start":
+                    message = {**message, "headers": [*message.get("headers", []), *raw]}
+                await send(message)
+
+            await app(scope, receive, with_headers)
+
+        return middleware
 
     def _touch(self, memory: dict[str, Any], text: str | None, metadata: Any) -> None:
         if text is not None:
@@ -189,10 +328,13 @@ class Mem0PlatformDouble:
                 400, "filters must contain at least one of user_id, agent_id, app_id or run_id"
             )
         shown = body.get("show_expired") is True
+        states = _dream_states(body)
         chosen = [
             m
             for m in self.memories.values()
-            if _matches(m, filters) and (shown or not is_expired(m.get("expiration_date")))
+            if _matches(m, filters)
+            and (shown or not is_expired(m.get("expiration_date")))
+            and m.get("lifecycle_state", ACTIVE) in states
         ]
         chosen.sort(key=lambda m: (m["created_at"], m["id"]), reverse=True)
         start = (page - 1) * size
@@ -353,6 +495,15 @@ class Mem0PlatformDouble:
                 "results": rows[start : start + size],
             }
         )
+
+
+def _dream_states(body: dict[str, Any]) -> set[str]:
+    """The lifecycle states a v3 read returns (dream.mdx, "How reads change with Dream")."""
+    if body.get("latest_only") is True:
+        return {ACTIVE}
+    if body.get("include_merged") is True:
+        return {ACTIVE, SUPERSEDED, MERGED}
+    return {ACTIVE, SUPERSEDED}
 
 
 def _valid_id(memory_id: str) -> str:

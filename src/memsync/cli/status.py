@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
+from typing import Any
 
 import click
 
@@ -135,6 +138,8 @@ def _print_scoped_verify(scoped: ScopedVerifyReport) -> None:
 
 # --- journal -------------------------------------------------------------------------------
 
+LOG_COLUMNS = ("seq", "at", "provider", "kind", "memory", "content")
+
 
 @click.command("log")
 @click.option("--provider", help="Only this provider's changes.")
@@ -143,7 +148,13 @@ def _print_scoped_verify(scoped: ScopedVerifyReport) -> None:
 @click.option(
     "--scope", "scope", callback=parse_scope, help="Only one scope's changes, e.g. user_id=alice."
 )
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="JSON (with --follow: one object a line).")
+@click.option(
+    "-f",
+    "--follow",
+    is_flag=True,
+    help="Keep printing entries as they are journalled, like journalctl -f; Ctrl-C stops.",
+)
 @pass_app
 def log_command(
     app: App,
@@ -152,8 +163,18 @@ def log_command(
     limit: int,
     scope: Scope | None,
     as_json: bool,
+    follow: bool,
 ) -> None:
-    """The change journal: what memsync saw added, changed, removed and wrote."""
+    """The change journal: what memsync saw added, changed, removed and wrote.
+
+    \b
+    Examples:
+      memsync log --provider mem0 --since 2026-11-30T09:00:00Z
+      memsync log --follow --scope user_id=alice
+    """
+    if follow:
+        _follow(app, provider, since, limit, scope, as_json)
+        return
     with app.store() as store:
         entries = log_in_scope(store, scope, provider=provider, since=since, limit=limit)
     if as_json:
@@ -161,7 +182,7 @@ def log_command(
         return
     print_table(
         "",
-        ("seq", "at", "provider", "kind", "memory", "content"),
+        LOG_COLUMNS,
         [
             (
                 e["seq"] or "",
@@ -174,6 +195,54 @@ def log_command(
             for e in entries
         ],
     )
+
+
+def _follow(
+    app: App,
+    provider: str | None,
+    since: str | None,
+    limit: int,
+    scope: Scope | None,
+    as_json: bool,
+) -> None:
+    """`log --follow`: the newest entries, then each new one as one line (tab-separated, or
+    a JSON object with --json), flushed as it comes; Ctrl-C exits 0, as journalctl -f does."""
+    from memsync.scopes.views import scope_provider_names
+    from memsync.sync.journal import follow_entries
+
+    out = sys.stdout
+    try:
+        with app.store() as store:
+            names = scope_provider_names(store, scope, provider) if scope else None
+            if not as_json:
+                out.write("\t".join(LOG_COLUMNS) + "\n")
+            for batch in follow_entries(
+                store, provider=provider, since=since, limit=limit, providers=names
+            ):
+                for entry in batch:
+                    out.write(_json_line(entry) if as_json else _log_line(entry))
+                out.flush()
+    except KeyboardInterrupt:
+        return
+    except BrokenPipeError:  # `memsync log -f | head`: the reader is gone; so are we
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+        raise SystemExit(0) from None
+
+
+def _log_line(entry: dict[str, Any]) -> str:
+    fields = (
+        entry["seq"] or "",
+        entry["at"],
+        entry["provider"],
+        _kind(entry),
+        entry["link_id"],
+        _preview(entry["content"]),
+    )
+    return "\t".join(str(field) for field in fields) + "\n"
+
+
+def _json_line(entry: dict[str, Any]) -> str:
+    return json.dumps(entry, ensure_ascii=False, default=str) + "\n"
 
 
 def _kind(entry: dict[str, object]) -> str:

@@ -4,14 +4,17 @@ One foreground process that systemd (or any supervisor) runs:
 
 - APScheduler runs a sync job every ``[sync] interval`` and a backup job every ``[backup]
   interval``, coalesced, one instance at a time, and late runs still run (a laptop that slept
-  syncs when it wakes). The first sync runs at start.
+  syncs when it wakes). The first sync runs at start. A job that outlasts its interval is one
+  info line when it ends (``folded_runs``), not a warning per run folded into the next.
 - The config's directory is watched (editors replace files on save) and SIGHUP asks the
   same: the new file is parsed and validated first, and a broken one is logged while the
   running config keeps going.
 - SIGTERM and SIGINT set the engine's stop event, so the action in flight finishes and the
   rest waits for the next start; the process exits 0 within ``STOP_GRACE`` seconds.
-- Signals are blocked in every thread and taken by the main thread with ``sigtimedwait``,
-  so no handler ever runs in the middle of a lock it would need.
+- Signals only ever reach the main loop (``signal_inbox``): blocked in every thread memsync
+  starts, and recorded through a wakeup socket when the kernel hands one to a thread a
+  library started before (numpy's OpenBLAS pool), so no handler runs in the middle of a lock
+  it would need and no signal takes its default action (SIGTERM and SIGHUP would kill).
 """
 
 from __future__ import annotations
@@ -32,15 +35,18 @@ from apscheduler.triggers.interval import IntervalTrigger
 from memsync.config import Config, load_config
 from memsync.daemon import scheduled_verify
 from memsync.daemon.backups import last_backup_time, take_backups
+from memsync.daemon.folded_runs import FoldedRuns
 from memsync.daemon.logging import Redactor, secrets_in
 from memsync.daemon.notify import Notifier
 from memsync.errors import ConfigError, LockHeld, MemsyncError
 from memsync.lock import daemon_lock, is_locked
 from memsync.paths import Paths
+from memsync.signal_inbox import SignalInbox, blocked_in_new_threads
 from memsync.staging.store import checkpoint
 from memsync.sync.report import CycleReport, SyncOptions
 from memsync.sync.runner import run_sync
 from memsync.ui.address import parse_listen
+from memsync.ui.metrics import Metrics
 from memsync.ui.server import UiServer
 
 log = logging.getLogger("memsync.daemon")
@@ -97,21 +103,23 @@ class Daemon:
         self._running_jobs = 0
         self._backup_after_first_sync = False
         self.ui: UiServer | None = None
+        self.metrics = Metrics(paths)  # /metrics on the status page's server
+        self.folded_runs = FoldedRuns()  # a job longer than its interval: one info line
         self.scheduler = BackgroundScheduler(
             timezone=UTC,
+            logger=self.folded_runs.logger,
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
         )
+        self.folded_runs.attach(self.scheduler)
 
     # lifecycle -----------------------------------------------------------------------------
 
     def run(self) -> StopResult:
-        previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED)
-        try:
-            self._start()
-            reason = self._loop()
+        with SignalInbox(HANDLED) as inbox:
+            with blocked_in_new_threads(HANDLED):
+                self._start()
+            reason = self._loop(inbox)
             return self._shutdown(reason)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
 
     def _start(self) -> None:
         config = self.config
@@ -150,7 +158,9 @@ class Daemon:
             return
         host, port = parse_listen(settings.listen)
         try:
-            self.ui = UiServer(self.paths, host, port, allow_remote=settings.allow_remote)
+            self.ui = UiServer(
+                self.paths, host, port, allow_remote=settings.allow_remote, metrics=self.metrics
+            )
         except MemsyncError as exc:
             log.error("status page not started: %s; syncing goes on without it", exc)
             return
@@ -167,17 +177,17 @@ class Daemon:
             return now + timedelta(seconds=self.config.backup.interval)
         return max(now, last + timedelta(seconds=self.config.backup.interval))
 
-    def _loop(self) -> str:
+    def _loop(self, inbox: SignalInbox) -> str:
         next_ping = time.monotonic()
         while True:
             interval = self.notifier.watchdog_interval
             timeout = min(TICK, interval) if interval else TICK
-            received = signal.sigtimedwait(HANDLED, timeout)
-            if received is not None:
-                if received.si_signo == signal.SIGHUP:
-                    self._reload("SIGHUP", always_notify=True)
-                else:
-                    return signal.Signals(received.si_signo).name
+            received = inbox.wait(timeout)
+            stops = [sig for sig in received if sig != signal.SIGHUP]
+            if stops:  # a stop wins over reloads that came with it
+                return stops[0].name
+            if received:  # several SIGHUPs at once are one reload
+                self._reload("SIGHUP", always_notify=True)
             if self._reload_pending.is_set():
                 self._reload_pending.clear()
                 self._reload("config file changed", always_notify=False)
@@ -190,10 +200,13 @@ class Daemon:
         self.stop.set()
         self.notifier.stopping("stopping")
         self.scheduler.shutdown(wait=False)
+        deadline = time.monotonic() + STOP_GRACE
         if self.ui is not None:
-            self.ui.stop()
+            self.ui.stop(grace=0)  # its open connections close; its requests share the grace
         with self._jobs:
             idle = self._jobs.wait_for(lambda: self._running_jobs == 0, timeout=STOP_GRACE)
+        if self.ui is not None and not self.ui.wait_answered(deadline - time.monotonic()):
+            idle = False
         if not idle:
             log.warning(
                 "a job was still running after %.0fs; exiting without it "
@@ -240,12 +253,15 @@ class Daemon:
         try:
             report = self._cycle(config)
         except LockHeld as exc:
+            self.metrics.cycle_not_run("busy")
             log.warning("sync skipped: %s; trying again next interval", exc)
             return
         except MemsyncError as exc:
+            self.metrics.cycle_not_run("failed")
             log.error("sync failed: %s", exc)
             self.notifier.status(f"last sync failed: {exc}")
             return
+        self.metrics.cycle_ended(report.run_id, per_scope=config.metrics.per_scope)
         line = summarize(report, time.monotonic() - started)
         log.log(logging.INFO if report.exit_code == 0 else logging.WARNING, "%s", line)
         for name, outcome in report.providers.items():

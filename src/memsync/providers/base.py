@@ -89,6 +89,11 @@ class Listing(ABC):
     # True when the store has no expiry and memsync takes an expired memory out of it (mnem's
     # tombstone): a missing memory whose date has passed is kept, not deleted elsewhere.
     tombstones_expired: bool = False
+    # The same two for what Dream retired (superseded or merged, see memsync.dream): a
+    # listing asked for the current truth only (the Platform's latest_only) may leave such a
+    # memory out, and a store without Dream states may have had memsync take it out (mnem).
+    hides_retired: bool = False
+    tombstones_retired: bool = False
 
     def __init__(self) -> None:
         self.removed = []

@@ -1,11 +1,12 @@
-"""Scope discovery: which users, agents or runs a wildcard provider holds memories for.
+"""Scope discovery: which users, agents, apps or runs a wildcard provider holds memories for.
 
 Each provider family finds its scopes its own way:
 
 - ``mem0-oss``: the vector store's payloads (one pass over the collection, paged like get_all);
 - ``mem0-server``: ``GET /memories`` without ids, which only the admin key may call;
-- ``mem0-platform``: ``GET /v1/entities/`` (with fixed keys beside the wildcard: the
-  memories those keys select, so that only pairs that hold memories are found);
+- ``mem0-platform``: ``GET /v1/entities/``, whose four types (user, agent, app, run) fill the
+  four scope keys (with fixed keys beside the wildcard: the memories those keys select, merged
+  and expired ones included, so that only pairs that hold memories are found);
 - ``pmm-dir``: one file per scope key.
 
 A discovery that could not see everything says so (``complete = False``): scopes it missed
@@ -26,7 +27,7 @@ from memsync.providers.mem0.paging import fetch_all, start_for
 from memsync.scopes.model import Scope
 
 # The Platform's entity types, as the scope key each one fills.
-ENTITY_KEYS = {"user": "user_id", "agent": "agent_id", "run": "run_id"}
+ENTITY_KEYS = {"user": "user_id", "agent": "agent_id", "app": "app_id", "run": "run_id"}
 MAX_ENTITY_PAGES = 10_000
 
 

@@ -1,6 +1,8 @@
 """The scope model: wildcard Mem0 scopes, the concrete scopes they expand to, mnem templates.
 
-``scope = { user_id = "*" }`` names every user a Mem0 store holds. Each one found is a
+A scope is made of the Mem0 Platform's entity keys (``SCOPE_KEYS``: user, agent, app, run;
+the Mem0 library and server have no app). ``scope = { user_id = "*" }`` names every user a
+Mem0 store holds. Each one found is a
 concrete ``Scope`` (the wildcard keys' values), synced on its own under provider names such
 as ``mem0[user_id=alice]``. A mnem ``path`` may be a template over the wildcard keys
 (``"~/agents/{agent_id}/memory"``): each scope gets its own store, and a scope key that would
@@ -119,7 +121,7 @@ def template_keys(template: str) -> tuple[str, ...]:
     except ValueError:
         raise ValueError(
             f"path {template!r}: unbalanced braces; a template names scope keys as "
-            '"{user_id}", "{agent_id}" or "{run_id}"'
+            '"{user_id}", "{agent_id}", "{app_id}" or "{run_id}"'
         ) from None
     for _, field, spec, conversion in parsed:
         if field is None:
@@ -127,7 +129,7 @@ def template_keys(template: str) -> tuple[str, ...]:
         if field not in SCOPE_KEYS or spec or conversion:
             raise ValueError(
                 f"path {template!r}: {{{field}}} is not a scope key; a template names "
-                '"{user_id}", "{agent_id}" or "{run_id}"'
+                '"{user_id}", "{agent_id}", "{app_id}" or "{run_id}"'
             )
         if field not in keys:
             keys.append(field)
@@ -177,9 +179,9 @@ def check_scoped_config(providers: Mapping[str, Any]) -> None:
         entry = providers[name]
         if entry.type == "mem0-platform" and len(keys) > 1 and not fixed_keys(entry):
             raise ValueError(
-                f"providers.{name}.scope: the Mem0 Platform lists users, agents and runs apart "
-                "(GET /v1/entities/), not which pairs hold memories; use one wildcard key, or "
-                "fix the other keys"
+                f"providers.{name}.scope: the Mem0 Platform lists users, agents, apps and runs "
+                "apart (GET /v1/entities/), not which pairs hold memories; use one wildcard "
+                'key, or fix the other keys (e.g. { user_id = "alice", app_id = "*" })'
             )
     for name, used in templates.items():
         if used != keys:

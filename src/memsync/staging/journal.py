@@ -142,6 +142,31 @@ _ADOPTED_OF = (
 )
 
 
+# `memsync log --follow`: what was journalled after the last entry shown (by seq: the
+# primary key answers it, so a poll that finds nothing costs one index seek).
+_AFTER_ALL = (
+    "SELECT seq, at, provider, provider_id, link_id, kind, content FROM changes "
+    "WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+)
+_AFTER_OF = (
+    "SELECT seq, at, provider, provider_id, link_id, kind, content FROM changes "
+    "WHERE seq > ?1 AND provider IN (SELECT value FROM json_each(?3)) ORDER BY seq LIMIT ?2"
+)
+_ADOPTED_AFTER_ALL = (
+    "SELECT a.seq, a.at, a.provider, a.provider_id, a.link_id, a.from_provider, "
+    "a.from_provider_id, (SELECT content FROM records r WHERE r.provider = a.provider "
+    "AND r.provider_id = a.provider_id) AS content FROM adoptions a "
+    "WHERE a.seq > ?1 ORDER BY a.seq LIMIT ?2"
+)
+_ADOPTED_AFTER_OF = (
+    "SELECT a.seq, a.at, a.provider, a.provider_id, a.link_id, a.from_provider, "
+    "a.from_provider_id, (SELECT content FROM records r WHERE r.provider = a.provider "
+    "AND r.provider_id = a.provider_id) AS content FROM adoptions a "
+    "WHERE a.seq > ?1 AND a.provider IN (SELECT value FROM json_each(?3)) "
+    "ORDER BY a.seq LIMIT ?2"
+)
+
+
 class Journal:
     """The ``changes`` and ``adoptions`` tables."""
 
@@ -182,6 +207,30 @@ class Journal:
         else:
             cursor = self.conn.execute(some, (since, limit, json.dumps(providers)))
         return [row_type(*row) for row in cursor]
+
+    def changes_after(
+        self, seq: int, providers: list[str] | None, limit: int
+    ) -> list[LoggedChange]:
+        """Up to LIMIT entries after SEQ, oldest first, of PROVIDERS (None: all)."""
+        if providers is None:
+            cursor = self.conn.execute(_AFTER_ALL, (seq, limit))
+        else:
+            cursor = self.conn.execute(_AFTER_OF, (seq, limit, json.dumps(providers)))
+        return [LoggedChange(*row) for row in cursor]
+
+    def adoptions_after(
+        self, seq: int, providers: list[str] | None, limit: int
+    ) -> list[tuple[int, LoggedAdoption]]:
+        """Up to LIMIT adoptions after SEQ, oldest first, each with its seq."""
+        if providers is None:
+            cursor = self.conn.execute(_ADOPTED_AFTER_ALL, (seq, limit))
+        else:
+            cursor = self.conn.execute(_ADOPTED_AFTER_OF, (seq, limit, json.dumps(providers)))
+        return [(int(row[0]), LoggedAdoption(*row[1:])) for row in cursor]
+
+    def newest_adoption_seq(self) -> int:
+        row = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM adoptions").fetchone()
+        return int(row[0])
 
     # one memory's history -----------------------------------------------------------------
 

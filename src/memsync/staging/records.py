@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
+from memsync.dream import Dream
 from memsync.records import Record
 from memsync.staging.rows import UPSERT_RECORD, row_record
 
@@ -63,11 +64,17 @@ class StagedVersion(NamedTuple):
 
 
 class StagedRef(NamedTuple):
-    """A staged record by id, with its memory and expiry (a removal candidate)."""
+    """A staged record by id, with its memory, expiry and Dream marks (a removal candidate)."""
 
     provider_id: str
     link_id: str
     expiration_date: str | None
+    provenance: str | None = None  # the staged provenance's JSON
+
+    @property
+    def retired(self) -> bool:
+        """Whether Dream had superseded or merged it when it was staged."""
+        return Dream.of(json.loads(self.provenance or "{}")).retired
 
 
 class KeptFields(NamedTuple):
@@ -149,7 +156,7 @@ class Records:
         found: list[StagedRef] = []
         for start in range(0, len(id_list), _CHUNK):
             cursor = self.conn.execute(
-                "SELECT provider_id, link_id, expiration_date FROM records "
+                "SELECT provider_id, link_id, expiration_date, provenance FROM records "
                 "WHERE provider = ? AND provider_id IN (SELECT value FROM json_each(?))",
                 (provider, json.dumps(id_list[start : start + _CHUNK])),
             )
@@ -241,8 +248,8 @@ class Records:
     def unseen(self, provider: str) -> list[StagedRef]:
         """Staged records of PROVIDER this listing did not return."""
         cursor = self.conn.execute(
-            "SELECT provider_id, link_id, expiration_date FROM records WHERE provider = ? "
-            "AND provider_id NOT IN (SELECT provider_id FROM temp.seen)",
+            "SELECT provider_id, link_id, expiration_date, provenance FROM records "
+            "WHERE provider = ? AND provider_id NOT IN (SELECT provider_id FROM temp.seen)",
             (provider,),
         )
         return [StagedRef(*row) for row in cursor]

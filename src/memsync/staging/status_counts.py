@@ -12,14 +12,17 @@ class ScopeCount(NamedTuple):
     records: int
 
 
-class DatedCount(NamedTuple):
-    """Records of one provider and scope sharing an expiration date (the date is judged by
-    the caller, as ``records.is_expired`` does everywhere)."""
+class MaybeHidden(NamedTuple):
+    """Records of one provider and scope that a store may no longer serve: with an
+    expiration date, or a Dream state (judged by the caller, as ``records.is_expired`` and
+    ``dream.Dream`` do everywhere)."""
 
     provider: str
     type: str
     scope_key: str
-    expiration_date: str
+    expiration_date: str | None
+    lifecycle_state: str | None
+    replaced_by: str | None
     records: int
 
 
@@ -52,15 +55,20 @@ class StatusCounts:
         )
         return [ScopeCount(*row) for row in cursor]
 
-    def dated_by_scope(self) -> list[DatedCount]:
-        """Records with an expiration date, per provider (and its type), scope and date."""
+    def maybe_hidden_by_scope(self) -> list[MaybeHidden]:
+        """Records with an expiration date or a Dream state, per provider (and its type),
+        scope, date and state."""
         cursor = self.conn.execute(
-            "SELECT r.provider, COALESCE(p.type, ''), r.scope_key, r.expiration_date, COUNT(*) "
+            "SELECT r.provider, COALESCE(p.type, ''), r.scope_key, r.expiration_date, "
+            "json_extract(r.provenance, '$.lifecycle_state'), "
+            "json_extract(r.provenance, '$.replaced_by'), COUNT(*) "
             "FROM records r LEFT JOIN providers p ON p.name = r.provider "
             "WHERE r.expiration_date IS NOT NULL "
-            "GROUP BY r.provider, r.scope_key, r.expiration_date"
+            "OR json_extract(r.provenance, '$.lifecycle_state') IS NOT NULL "
+            "OR json_extract(r.provenance, '$.replaced_by') IS NOT NULL "
+            "GROUP BY 1, 2, 3, 4, 5, 6"
         )
-        return [DatedCount(*row) for row in cursor]
+        return [MaybeHidden(*row) for row in cursor]
 
     def outbox_needing_work(self) -> list[OutboxCount]:
         """Pending, failed and dead actions per provider and state."""

@@ -24,6 +24,7 @@ from memsync.paths import make_private_dir
 from memsync.records import Record, utc_now_iso
 from memsync.staging.adoption import AdoptionSearch
 from memsync.staging.conflicts import Conflicts
+from memsync.staging.cycle_outcomes import CycleOutcomes
 from memsync.staging.dirty import DirtySet
 from memsync.staging.journal import Journal
 from memsync.staging.links import Links
@@ -68,6 +69,7 @@ class StagingStore:
         self.status_counts = StatusCounts(conn)
         self.verify_results = VerifyResults(conn)
         self.rollbacks = Rollbacks(conn)
+        self.cycle_outcomes = CycleOutcomes(conn)
 
     # opening ------------------------------------------------------------------------------
 
@@ -157,6 +159,11 @@ class StagingStore:
         """SQLite's own integrity check: 'ok' or the first problem found."""
         row = self.conn.execute("PRAGMA quick_check").fetchone()
         return str(row[0])
+
+    def data_version(self) -> int:
+        """A number that changes when another connection commits: a poll that costs nothing."""
+        row = self.conn.execute("PRAGMA data_version").fetchone()
+        return int(row[0])
 
     # transactions -------------------------------------------------------------------------
 

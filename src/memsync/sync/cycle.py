@@ -175,6 +175,7 @@ class Engine:
             summary["finished_at"] = report.finished_at
             summary["run_id"] = report.run_id
             summary["busy"] = outcome.state == ProviderState.BUSY
+            summary["last_ok_at"] = _last_ok_at(self.store, name, report, outcome)
             save_cycle_summary(self.store, name, summary)
         if record_run:
             finish_run(self.store, report)
@@ -287,6 +288,18 @@ def start_shared_run(store: StagingStore, options: SyncOptions) -> int:
 
 def end_shared_run(store: StagingStore, run_id: int) -> None:
     _prune_outbox(store, run_id)
+
+
+def _last_ok_at(
+    store: StagingStore, name: str, report: CycleReport, outcome: ProviderOutcome
+) -> str | None:
+    """When NAME last took part in a whole cycle that could carry its changes (this one, if
+    it did; else what its previous summary said), for status and /metrics."""
+    if outcome.state in USABLE and not report.dry_run and not report.interrupted:
+        return report.finished_at
+    previous = store.providers.last_cycle(name)
+    found = json.loads(previous).get("last_ok_at") if previous else None
+    return found if isinstance(found, str) else None
 
 
 def finish_run(store: StagingStore, report: CycleReport) -> None:

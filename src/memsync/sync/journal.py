@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,12 +39,78 @@ def log_entries(
     if provider:
         names = [provider] if providers is None or provider in providers else []
     bound = _utc_text(since, "--since") if since else None
-    entries = [c._asdict() for c in store.journal.newest_changes(names, bound, limit)]
+    # Oldest first before the sort, which is stable: entries of the same millisecond keep
+    # the order they were journalled in.
+    entries = [c._asdict() for c in reversed(store.journal.newest_changes(names, bound, limit))]
     entries += [
-        _adoption_entry(a._asdict()) for a in store.journal.newest_adoptions(names, bound, limit)
+        _adoption_entry(a._asdict())
+        for a in reversed(store.journal.newest_adoptions(names, bound, limit))
     ]
     entries.sort(key=lambda e: (e["at"], e["kind"] != "added"))
     return entries[-limit:]
+
+
+FOLLOW_POLL = 1.0  # seconds between looks at the journal while following it
+FOLLOW_PAGE = 500  # entries read at a time, so a burst of thousands is never read at once
+
+
+def follow_entries(
+    store: StagingStore,
+    *,
+    provider: str | None = None,
+    since: str | None = None,
+    limit: int = 200,
+    providers: list[str] | None = None,
+    stop: threading.Event | None = None,
+    poll: float = FOLLOW_POLL,
+) -> Iterator[list[dict[str, Any]]]:
+    """``log_entries``, then each batch of entries journalled after them, as they come.
+
+    Like ``journalctl -f``. Between looks it sleeps and holds nothing: no transaction, so no
+    lock and no snapshot that would keep the WAL from being checkpointed. A look that finds
+    no commit by anyone (``PRAGMA data_version``) reads nothing else. Runs until STOP is set
+    (or forever; Ctrl-C ends the command).
+    """
+    names = providers
+    if provider:
+        names = [provider] if providers is None or provider in providers else []
+    bound = _utc_text(since, "--since") if since else None
+    journal = store.journal
+    stop = stop or threading.Event()
+    version = store.data_version()  # before the marks: a commit after them is looked at
+    change_mark, adoption_mark = journal.newest_seq(), journal.newest_adoption_seq()
+    first = log_entries(store, provider=provider, since=since, limit=limit, providers=providers)
+    change_mark = max([change_mark, *(e["seq"] for e in first if e["seq"] is not None)])
+    shown = {_adoption_key(e) for e in first if e["seq"] is None}  # may come again below
+    yield first
+    while not stop.wait(poll):
+        now = store.data_version()
+        if now == version:
+            continue
+        version = now
+        while True:
+            changes = journal.changes_after(change_mark, names, FOLLOW_PAGE)
+            adoptions = journal.adoptions_after(adoption_mark, names, FOLLOW_PAGE)
+            if not changes and not adoptions:
+                break
+            if changes:
+                change_mark = changes[-1].seq
+            if adoptions:
+                adoption_mark = adoptions[-1][0]
+            batch = [c._asdict() for c in changes]
+            for _, adoption in adoptions:
+                entry = _adoption_entry(adoption._asdict())
+                if _adoption_key(entry) not in shown:
+                    batch.append(entry)
+            shown.clear()
+            batch = [e for e in batch if bound is None or e["at"] >= bound]
+            batch.sort(key=lambda e: (e["at"], e["kind"] != "added"))
+            if batch:
+                yield batch
+
+
+def _adoption_key(entry: dict[str, Any]) -> tuple[Any, ...]:
+    return (entry["at"], entry["provider"], entry["provider_id"], entry["link_id"])
 
 
 def _adoption_entry(row: dict[str, Any]) -> dict[str, Any]:

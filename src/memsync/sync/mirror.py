@@ -9,7 +9,11 @@ would lose more than ``max_delete``, is refused, not emptied.
 Hidden is not deleted: when a listing may hide expired memories (``hides_expired``: a server
 that cannot be asked to show them), a missing one is read by id before any delete is inferred;
 when memsync itself takes expired memories out of a store without expiry
-(``tombstones_expired``: mnem), a missing one whose staged date has passed is kept.
+(``tombstones_expired``: mnem), a missing one whose staged date has passed is kept. The same
+holds for what Dream retired (``memsync.dream``): a listing of the current truth only
+(``hides_retired``) has each missing memory read by id, except those staged as retired already,
+which are kept; a store memsync takes retired memories out of (``tombstones_retired``) keeps
+those too.
 
 A store that goes back in time (restored from a backup, or a server that lost acknowledged
 writes over a restart) answers older versions than memsync had seen from it. Where a store's
@@ -331,14 +335,17 @@ class Mirror:
         return self.records.unseen(self.provider.name)
 
     def _confirm_missing(self, listing: Listing) -> None:
-        """Read each missing memory by id when the listing may hide expired ones: what is
-        found is staged as listed (with its date), so only a memory really gone is removed."""
-        if not listing.hides_expired or listing.mode != "full" or not listing.complete:
+        """Read each missing memory by id when the listing may hide expired (or, asked for the
+        current truth only, retired) ones: what is found is staged as listed (with its date and
+        Dream's marks), so only a memory really gone is removed."""
+        hides = listing.hides_expired or listing.hides_retired
+        if not hides or listing.mode != "full" or not listing.complete:
             return
+        missing = self._missing()
+        if not listing.hides_expired:  # retired ones stay out of such listings: known, kept
+            missing = [row for row in missing if not row.retired]
         found = [
-            record
-            for row in self._missing()
-            if (record := self.provider.get(row.provider_id)) is not None
+            record for row in missing if (record := self.provider.get(row.provider_id)) is not None
         ]
         if found:
             self._stage_page(found, [])
@@ -355,6 +362,8 @@ class Mirror:
             gone = self._missing()
         if listing.tombstones_expired:  # out of the store by memsync's own tombstone, not gone
             gone = [row for row in gone if not is_expired(row.expiration_date)]
+        if listing.tombstones_retired or listing.hides_retired:  # Dream retired it: not gone
+            gone = [row for row in gone if not row.retired]
         if listing.mode == "full" and gone and self.result.listed == 0 and not self.limits.force:
             self.result.refused_by = "max_delete"
             self.result.refused = (

@@ -11,10 +11,11 @@ side held as its own before memsync linked them. Such a text is reported as dupl
 the two are not called reconciled.
 
 A difference memsync's own documented handling makes is **explained**, reported apart, and
-does not fail verify: an expired memory one side still lists while the other does not serve
-it (memsync forgot it there with a tombstone, as in mnem and Hindsight, or the store hides
-expired ones); a memory Mem0 Platform's Dream merged or superseded, which one side holds and
-the other does not serve. Everything else is a difference.
+does not fail verify: a memory one side still lists while the other does not serve it,
+because it expired (memsync forgot it there with a tombstone, as in mnem and Hindsight, or the
+store hides expired ones) or because the Mem0 Platform's Dream retired it (superseded or
+merged: memsync forgets it in mnem, a ``latest_only`` listing leaves it out). Everything else
+is a difference.
 
 With wildcard scopes, ``verify_every_scope`` verifies each scope (those staging knows and
 those the sources discover), records each, and records the pair as a whole.
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync.config import Config
+from memsync.dream import Dream
 from memsync.errors import MemsyncError
 from memsync.providers.base import Provider
 from memsync.records import Record, canonical_json, normalise_text, utc_now_iso
@@ -199,6 +201,8 @@ class _Inventory:
     records: dict[str, list[Record]] = field(default_factory=dict)
     hides_expired: bool = False  # the store does not serve an expired memory
     forgets_expired: bool = False  # ...because memsync forgets it there (a tombstone)
+    hides_retired: bool = False  # ...nor one Dream retired (superseded or merged)
+    forgets_retired: bool = False
 
 
 def _inventory(provider: Provider, copies: _Copies) -> _Inventory:
@@ -219,46 +223,44 @@ def _inventory(provider: Provider, copies: _Copies) -> _Inventory:
         )
     found.forgets_expired = listing.tombstones_expired
     found.hides_expired = listing.hides_expired or listing.tombstones_expired
+    found.forgets_retired = listing.tombstones_retired
+    found.hides_retired = listing.hides_retired or listing.tombstones_retired
     return found
 
 
-DREAM_STATES = ("merged", "superseded")  # Mem0 Platform's Dream (docs/platform/features/dream)
-
-
-def _lifecycle(record: Record) -> str | None:
-    state = record.provenance.get("lifecycle_state")
-    return state if isinstance(state, str) else None
-
-
 def _explain(holder: _Inventory, other: _Inventory, key: str, extra: int) -> list[Explained]:
-    """How many of HOLDER's EXTRA copies of KEY memsync's documented handling accounts for."""
+    """How many of HOLDER's EXTRA copies of KEY memsync's documented handling accounts for:
+    copies the other store does not serve (expired, or retired by Dream) as memsync says."""
     records = holder.records[key]
     content, metadata, name = records[0].content, records[0].metadata, holder.provider.name
+    theirs = other.provider.name
     explained: list[Explained] = []
     left = extra
-    if other.hides_expired:
-        expired = sum(1 for r in records if r.expired)
-        if expired and left:
-            how = (
-                f"memsync forgot it in {other.provider.name} (its history keeps it)"
+    reasons = (
+        (
+            other.hides_expired,
+            lambda r: r.expired,
+            "expired; "
+            + (
+                f"memsync forgot it in {theirs} (its history keeps it)"
                 if other.forgets_expired
-                else f"{other.provider.name} does not serve expired memories"
-            )
-            count = min(left, expired)
-            explained.append(Explained(content, metadata, name, f"expired; {how}", count))
-            left -= count
-    platform = [i for i in (holder, other) if i.provider.type == "mem0-platform"]
-    if platform and left:
-        for state in DREAM_STATES:
-            dreamt = sum(1 for r in records if _lifecycle(r) == state)
-            if not dreamt or not left:
-                continue
-            count = min(left, dreamt)
-            reason = f"{state} by Dream in {platform[0].provider.name}; " + (
-                f"{other.provider.name} serves current memories only"
-                if holder is platform[0]
-                else f"{other.provider.name} does not serve it in a default read"
-            )
+                else f"{theirs} does not serve expired memories"
+            ),
+        ),
+        (
+            other.hides_retired,
+            lambda r: Dream.of(r.provenance).retired,
+            "retired by Dream; "
+            + (
+                f"memsync forgot it in {theirs} (its history keeps it)"
+                if other.forgets_retired
+                else f"{theirs} serves current memories only"
+            ),
+        ),
+    )
+    for applies, hidden, reason in reasons:
+        count = min(left, sum(1 for r in records if hidden(r))) if applies else 0
+        if count:
             explained.append(Explained(content, metadata, name, reason, count))
             left -= count
     return explained

@@ -2,7 +2,8 @@
 
 The access token is what the printed URL carries, Jupyter-style; the page trades it for a
 cookie. Every change is a POST that must also carry the CSRF token, which only a page served
-to someone holding the access token ever sees.
+to someone holding the access token ever sees. A second token, made the same way, opens
+/metrics and nothing else, so a Prometheus config never holds the key to the page.
 """
 
 from __future__ import annotations
@@ -17,15 +18,16 @@ from memsync.errors import MemsyncError
 from memsync.paths import Paths, make_private_dir
 
 TOKEN_FILE = "ui-token"
+METRICS_TOKEN_FILE = "metrics-token"  # opens /metrics only: what a Prometheus config holds
 
 
-def token_path(paths: Paths) -> Path:
-    return paths.state_dir / TOKEN_FILE
+def token_path(paths: Paths, name: str = TOKEN_FILE) -> Path:
+    return paths.state_dir / name
 
 
-def load_or_create_token(paths: Paths) -> str:
+def load_or_create_token(paths: Paths, name: str = TOKEN_FILE) -> str:
     """The access token, made once (random, 0600) and kept so bookmarks survive restarts."""
-    path = token_path(paths)
+    path = token_path(paths, name)
     try:
         make_private_dir(path.parent)
         try:

@@ -10,12 +10,14 @@ cause comes back as one plain sentence, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import socket
 import sqlite3
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,32 +35,56 @@ from memsync.sync.report import SyncOptions
 from memsync.sync.runner import run_sync
 from memsync.sync.verify import verify_pair
 from memsync.ui.address import check_exposure, is_loopback, url_for
-from memsync.ui.auth import csrf_token, load_or_create_token, same
+from memsync.ui.auth import METRICS_TOKEN_FILE, csrf_token, load_or_create_token, same
 from memsync.ui.data import conflict_views, find_memories, memory_timeline
+from memsync.ui.metrics import Metrics
 
 log = logging.getLogger("memsync.ui")
 
 PAGES = ("/", "/history", "/conflicts", "/memory", "/cutover")
+METRICS_PATH = "/metrics"  # Prometheus's text format; the page's token or the metrics token
 ASSETS = {"/static/app.css": "text/css", "/static/app.js": "text/javascript"}
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
 RESOLVE_LOCK_WAIT = 30.0  # as `memsync resolve`: wait this long for a cycle already running
+STOP_GRACE = 5.0  # seconds a stop waits for requests in flight (a verify, a resolve's cycle)
+IDLE_TIMEOUT = 120.0  # seconds a connection may sit idle between requests
+MAX_BODY = 65536  # bytes of a POST body read; a longer one is cut and its connection closed
 
 
 class UiServer(ThreadingHTTPServer):
-    """Serves the status page for one memsync instance (its paths)."""
+    """Serves the status page for one memsync instance (its paths).
+
+    A stop is prompt whatever the browsers do: connections they hold open (keep-alive, or
+    opened ahead and never used) are shut down, and ``stop`` says whether a request was still
+    running after its grace, so the caller can exit without waiting on it.
+    """
 
     daemon_threads = True
 
-    def __init__(self, paths: Paths, host: str, port: int, *, allow_remote: bool = False) -> None:
+    def __init__(
+        self,
+        paths: Paths,
+        host: str,
+        port: int,
+        *,
+        allow_remote: bool = False,
+        metrics: Metrics | None = None,
+    ) -> None:
         try:
             check_exposure(host, allow_remote=allow_remote)
         except ValueError as exc:
             raise MemsyncError(str(exc)) from None
         self.paths = paths
+        self.metrics = metrics or Metrics(paths)  # the daemon passes the one its cycles feed
+        self.metrics_token = load_or_create_token(paths, METRICS_TOKEN_FILE)
         self.lock_wait = RESOLVE_LOCK_WAIT
+        self.stopping = threading.Event()  # a cycle the page started stops with the server
+        self._connections: set[socket.socket] = set()  # open, idle or answering
+        self._answering: set[socket.socket] = set()  # with a request in progress
+        self._busy = threading.Condition()
         self.token = load_or_create_token(paths)
         self.csrf = csrf_token(self.token)
         self.loopback = is_loopback(host)
@@ -86,9 +112,58 @@ class UiServer(ThreadingHTTPServer):
         thread.start()
         return thread
 
-    def stop(self) -> None:
+    def stop(self, grace: float = STOP_GRACE) -> bool:
+        """Stop serving and drop every connection; False if a request still ran after GRACE.
+
+        Call it from another thread than ``serve_forever``'s, once that runs (``shutdown``).
+        """
+        self.stopping.set()
         self.shutdown()
         self.server_close()
+        with self._busy:
+            for connection in self._connections - self._answering:
+                with contextlib.suppress(OSError):  # the peer may have closed it already
+                    connection.shutdown(socket.SHUT_RDWR)  # its thread sees EOF and ends
+        return self.wait_answered(grace)
+
+    def wait_answered(self, timeout: float) -> bool:
+        """Wait up to TIMEOUT for the requests in progress; False if one still runs."""
+        with self._busy:
+            return self._busy.wait_for(lambda: not self._answering, timeout=timeout)
+
+    # connections and requests, counted for the stop ---------------------------------------
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._busy:
+            if self.stopping.is_set():
+                self.shutdown_request(request)
+                return
+            self._connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._busy:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    @contextlib.contextmanager
+    def answering(self, connection: socket.socket) -> Iterator[None]:
+        """While a request on CONNECTION is answered (a stop gives it its grace)."""
+        with self._busy:
+            self._answering.add(connection)
+        try:
+            yield
+        finally:
+            with self._busy:
+                self._answering.discard(connection)
+                self._busy.notify_all()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One log line, not a traceback on stderr (the daemon's log is one line an event)."""
+        if self.stopping.is_set() or isinstance(sys.exc_info()[1], OSError):
+            log.debug("status page: a connection ended early", exc_info=True)
+        else:
+            log.warning("status page: a request failed", exc_info=True)
 
 
 def _family(host: str) -> int:
@@ -99,10 +174,29 @@ class Handler(BaseHTTPRequestHandler):
     server: UiServer
     server_version = "memsync-ui"
     sys_version = ""
+    # Keep-alive, as browsers expect (every response says its length); an idle connection
+    # is closed after IDLE_TIMEOUT, and at once when the server stops.
+    protocol_version = "HTTP/1.1"
+    timeout = IDLE_TIMEOUT
+    body_read = False  # whether this POST's body was read whole
+
+    def do_GET(self) -> None:
+        with self.server.answering(self.connection):
+            self._get()
+        self.close_connection = self.close_connection or self.server.stopping.is_set()
+
+    def do_POST(self) -> None:
+        self.body_read = False
+        with self.server.answering(self.connection):
+            self._post()
+        # A body left unread would be taken for the next request on this connection.
+        self.close_connection = (
+            self.close_connection or not self.body_read or self.server.stopping.is_set()
+        )
 
     # routing -------------------------------------------------------------------------------
 
-    def do_GET(self) -> None:
+    def _get(self) -> None:
         url = urlsplit(self.path)
         query = parse_qs(url.query)
         if not self._host_allowed():
@@ -114,6 +208,10 @@ class Handler(BaseHTTPRequestHandler):
                 return
             rest = urlencode([(k, v) for k, v in parse_qsl(url.query) if k != "token"])
             self._login_redirect(url.path + (f"?{rest}" if rest else ""))
+            return
+        if url.path == METRICS_PATH and (self._authenticated() or self._scraper()):
+            body, content_type = self.server.metrics.render(self.headers.get("Accept"))
+            self._send(HTTPStatus.OK, content_type, body)
             return
         if not self._authenticated():
             self._forbidden("open the URL `memsync ui` prints (it carries the access token)")
@@ -127,7 +225,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(HTTPStatus.NOT_FOUND, {"error": f"no such page: {url.path}"})
 
-    def do_POST(self) -> None:
+    def _post(self) -> None:
         url = urlsplit(self.path)
         if not self._host_allowed():
             return
@@ -171,6 +269,13 @@ class Handler(BaseHTTPRequestHandler):
         cookie = SimpleCookie(self.headers.get("Cookie", ""))
         morsel = cookie.get(self.server.cookie_name)
         return morsel is not None and same(morsel.value, self.server.token)
+
+    def _scraper(self) -> bool:
+        """The metrics token, as Prometheus sends it (``Authorization: Bearer ...``)."""
+        scheme, _, given = self.headers.get("Authorization", "").partition(" ")
+        return scheme.lower() in ("bearer", "token") and same(
+            given.strip(), self.server.metrics_token
+        )
 
     def _login_redirect(self, path: str) -> None:
         """Trade the URL's token for a cookie, and drop it from the address bar."""
@@ -217,8 +322,9 @@ class Handler(BaseHTTPRequestHandler):
             self._send_json(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, {"error": "send JSON"})
             return None
         length = int(self.headers.get("Content-Length") or 0)
+        self.body_read = length <= MAX_BODY
         try:
-            body = json.loads(self.rfile.read(min(length, 65536)) or b"{}")
+            body = json.loads(self.rfile.read(min(length, MAX_BODY)) or b"{}")
         except ValueError:
             body = None
         if not isinstance(body, dict):
@@ -296,14 +402,21 @@ def _resolve(handler: Handler, body: dict[str, Any]) -> dict[str, Any]:
     with StagingStore.open(paths.database, create=False) as store:
         choose_winner(store, conflict_id, keep)
     try:
-        report = run_sync(paths, config, SyncOptions(), lock_wait=handler.server.lock_wait)
+        report = run_sync(
+            paths,
+            config,
+            SyncOptions(stop=handler.server.stopping),
+            lock_wait=handler.server.lock_wait,
+        )
     except LockHeld as exc:
+        handler.server.metrics.cycle_not_run("busy")
         return {
             "message": f"conflict #{conflict_id}: keeping {keep}'s version; {exc}; the choice "
             "is recorded and the next cycle applies it",
             "exit_code": None,
             "busy": True,
         }
+    handler.server.metrics.cycle_ended(report.run_id, per_scope=config.metrics.per_scope)
     return {
         "message": f"conflict #{conflict_id}: kept {keep}'s version",
         "exit_code": report.exit_code,

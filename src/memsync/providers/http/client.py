@@ -26,6 +26,7 @@ from memsync.errors import (
     TransientProviderError,
 )
 from memsync.providers.http.auth import AuthScheme, HeaderAuth, auth_header, check_base_url
+from memsync.providers.http.pacing import RateLimitPacer, Ticket
 from memsync.providers.http.retry import (
     NotSent,
     RateLimited,
@@ -49,8 +50,9 @@ class HttpClient:
 
     ``transport`` lets tests serve the real request/response cycle from an in-process app;
     ``sleep`` lets them see the waits asked for without waiting. It is safe to call from
-    ``concurrency`` threads at once: they share one connection pool of that size and one
-    ``SharedBackoff``.
+    ``concurrency`` threads at once: they share one connection pool of that size, one
+    ``SharedBackoff`` and one ``RateLimitPacer`` (pass the provider's, so that every client it
+    makes, one per scope, paces on the same window).
     """
 
     def __init__(
@@ -67,6 +69,7 @@ class HttpClient:
         sleep: Callable[[float], None] = time.sleep,
         headers: Mapping[str, str] | None = None,
         concurrency: int = 1,
+        pacer: RateLimitPacer | None = None,
     ) -> None:
         self.provider = provider
         self.base_url = check_base_url(provider, base_url, allow_insecure_http=allow_insecure_http)
@@ -75,6 +78,7 @@ class HttpClient:
         self.timeout = timeout
         self._sleep = sleep
         self.backoff = SharedBackoff()
+        self.pacer = pacer if pacer is not None else RateLimitPacer()
         pool = max(1, concurrency)
         hook = HeaderAuth(*auth_header(auth, self.secret)) if self.secret else None
         self._client = httpx.Client(
@@ -195,6 +199,14 @@ class HttpClient:
         def spent() -> float:
             return time.monotonic() - started - waits["slept"] + waits["asked"]
 
+        def pace(ticket: Ticket) -> Ticket:
+            # Waiting for the rate limit's next window is no retry: it spends no budget.
+            if ticket.wait > 0:
+                before = time.monotonic()
+                self._sleep(ticket.wait)
+                waits["slept"] += time.monotonic() - before
+            return ticket
+
         def retryable(exc: BaseException) -> bool:
             if isinstance(exc, RateLimited | NotSent):
                 return True
@@ -239,7 +251,8 @@ class HttpClient:
                 with attempt:
                     attempts += 1
                     honour, retried["waited"] = not retried["waited"], False
-                    result = parse(self._once(method, path, accept, honour, **kwargs))
+                    ticket = pace(self.pacer.reserve(method, path))
+                    result = parse(self._once(method, path, accept, honour, ticket, **kwargs))
                     if attempts > 1:
                         self.backoff.release()
                     return result
@@ -248,12 +261,19 @@ class HttpClient:
         raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
 
     def _once(
-        self, method: str, path: str, accept: tuple[int, ...], honour_backoff: bool, **kwargs: Any
+        self,
+        method: str,
+        path: str,
+        accept: tuple[int, ...],
+        honour_backoff: bool,
+        ticket: Ticket,
+        **kwargs: Any,
     ) -> httpx.Response:
         where = f"{method} {path}"
         pause = self.backoff.remaining() if honour_backoff else 0.0
         if pause > 0:  # another worker was told to slow down: so is this one
             self._sleep(pause)
+        response: httpx.Response | None = None
         try:
             response = self._client.request(method, path, **kwargs)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
@@ -268,6 +288,8 @@ class HttpClient:
             raise TransientProviderError(
                 f"{self.provider}: {where} failed: connection lost ({_reason(exc)})"
             ) from None
+        finally:  # every answer, a 429 too, tells the pacer where the window stands
+            self.pacer.done(ticket, response.headers if response is not None else None)
         log.debug("%s: %s -> HTTP %d", self.provider, where, response.status_code)
         if response.status_code in accept:
             return response

@@ -11,6 +11,7 @@ from memsync.providers.base import Provider, WriteOp, WriteResult
 from memsync.providers.concurrent import write_concurrently
 from memsync.providers.http.auth import AuthScheme, check_base_url
 from memsync.providers.http.client import HttpClient
+from memsync.providers.http.pacing import RateLimitPacer
 from memsync.providers.http.retry import RetryPolicy
 from memsync.secrets import Secret
 
@@ -24,6 +25,8 @@ class HttpProvider(Provider):
     per-cycle state (a resolved dataset id, detected server features) extend ``close``.
     Writes run ``concurrency`` at a time (each a round trip spent waiting on the network),
     one logical memory's writes in order; ``prepare_writes`` settles shared state first.
+    One ``RateLimitPacer`` serves every client the provider makes (and its per-scope copies'):
+    the server's rate limit answers for the key, whichever scope or worker asks.
     """
 
     def __init__(
@@ -55,6 +58,7 @@ class HttpProvider(Provider):
             transport=transport,
             retry=retry,
             concurrency=self.concurrency,
+            pacer=RateLimitPacer(),
             **({"sleep": sleep} if sleep is not None else {}),
         )
         self._http: HttpClient | None = None

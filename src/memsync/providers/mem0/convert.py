@@ -1,9 +1,10 @@
 """Mem0's record shape and memsync's Record, both ways, for all three Mem0 provider types.
 
 ADR-0024's provenance mapping: ``actor_id`` (or ``role`` when absent) is the source;
-``created_at`` is preserved; ``user_id``/``agent_id``/``run_id`` are the scope; everything else
-Mem0 attaches is kept in ``provenance`` so nothing is dropped. A memory with empty content is
-skipped and reported by its Mem0 id, never carried as an empty memory.
+``created_at`` is preserved; ``user_id``/``agent_id``/``app_id``/``run_id`` are the scope
+(``app_id`` on the Platform only); everything else Mem0 attaches is kept in ``provenance`` so
+nothing is dropped, the Platform's Dream fields among it (see ``memsync.dream``). A memory
+with empty content is skipped and reported by its Mem0 id, never carried as an empty memory.
 
 Writes carry memsync's reserved metadata keys: ``memsync_origin`` (the logical memory, so links
 can be rebuilt from Mem0 itself), ``memsync_provenance`` (provenance Mem0 has no field for)
@@ -16,6 +17,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from memsync.dream import FIELDS as DREAM_FIELDS
+from memsync.dream import Dream, says_nothing
 from memsync.records import ORIGIN_KEY, Outgoing, Record, Skipped, is_blank
 
 PROVENANCE_KEY = "memsync_provenance"
@@ -28,7 +31,7 @@ ESCAPED_KEY = "memsync_escaped"
 TOMBSTONE = "memsync:removed"
 # Stores written before TOMBSTONE list removed keys here (each nulled): still hidden on read.
 REMOVED_KEY = "memsync_removed"
-SCOPE_IDS = ("user_id", "agent_id", "run_id")
+SCOPE_IDS = ("user_id", "agent_id", "app_id", "run_id")  # app_id: the Platform's alone
 # Payload keys Mem0 (2.2.1) owns: a user metadata key with one of these names would be hidden,
 # overwritten, dropped, or obeyed (a past ``expiration_date`` hides the memory). Writes move
 # such keys under ESCAPED_KEY as JSON and reads put them back, so they round-trip unharmed.
@@ -64,7 +67,7 @@ EMPTY_REASON = "empty content"
 
 
 def scope_key_of(scope: Mapping[str, str]) -> str:
-    """The PMM scope_key of a Mem0 scope: its user id, else agent id, else run id."""
+    """The PMM scope_key of a Mem0 scope: its user id, else agent id, else app id, else run id."""
     for key in SCOPE_IDS:
         if scope.get(key):
             return scope[key]
@@ -72,11 +75,20 @@ def scope_key_of(scope: Mapping[str, str]) -> str:
 
 
 def version_of(raw: Mapping[str, Any]) -> str | None:
-    """Mem0's version token: the content hash with the update time."""
+    """Mem0's version token: the content hash with the update time, and what Dream says.
+
+    Dream's marks join only when they say something (an untouched memory keeps the token it
+    always had): whether Dream moves ``updated_at`` when it retires a memory is not
+    documented, and a token that stayed the same would let the mirror skip the change.
+    """
     digest, updated = raw.get("hash"), raw.get("updated_at")
-    if not digest and not updated:
+    dream = Dream.of(raw).hashed()
+    if not digest and not updated and not dream:
         return None
-    return f"{digest or ''}@{updated or ''}"
+    token = f"{digest or ''}@{updated or ''}"
+    if dream:
+        token += "#" + ",".join(f"{k}={dream[k]}" for k in sorted(dream))
+    return token
 
 
 def record_from_mem0(raw: Mapping[str, Any], scope_key: str) -> Record | Skipped:
@@ -93,8 +105,11 @@ def record_from_mem0(raw: Mapping[str, Any], scope_key: str) -> Record | Skipped
     origin = metadata.pop(ORIGIN_KEY, None)
     provenance = _decode_provenance(metadata.pop(PROVENANCE_KEY, None))
     for key, value in raw.items():
-        if key not in _MODELLED and value is not None:
-            provenance[key] = value
+        if key in _MODELLED or value is None:
+            continue
+        if key in DREAM_FIELDS and key in provenance and says_nothing(key, value):
+            continue  # a copy memsync wrote: the state it carried stands (see dream.says_nothing)
+        provenance[key] = value
     if "session_id" in provenance and "run_id" not in provenance:
         provenance["run_id"] = provenance.pop("session_id")  # the Platform's name for run_id
     # ADR-0024: source is actor_id, else role. A source memsync wrote that Mem0 has no field

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from memsync.config import SCOPE_KEYS, Mem0OssConfig
+from memsync.config import PLATFORM_ONLY_KEYS, SCOPE_KEYS, Mem0OssConfig
 from memsync.errors import ConfigError
 from memsync.paths import make_private_dir
 from memsync.secrets import Secret
@@ -196,6 +196,12 @@ def application_mem0_dir(ours: Path | None) -> str:
 def normalise_scope(name: str, scope: Mapping[str, Any]) -> dict[str, str]:
     """The scope as Mem0 stores it (trimmed strings); Mem0 refuses ids containing spaces."""
     clean: dict[str, str] = {}
+    for key in PLATFORM_ONLY_KEYS:
+        if scope.get(key):
+            raise ConfigError(
+                f"providers.{name}.scope.{key}: the Mem0 library has no {key} (only user_id, "
+                "agent_id and run_id); an app scope exists on the Mem0 Platform alone"
+            )
     for key in SCOPE_KEYS:
         value = scope.get(key)
         if value is None or str(value).strip() == "":

@@ -13,6 +13,13 @@ are not sent. Listings: see ``platform_listing``.
 
 Writes send ``infer: false``, which makes an add synchronous and keeps the Platform's LLM
 from rewriting the memory; an add that comes back queued is reported, never trusted.
+
+Dream (always on) hides merged duplicates from default reads: every list asks
+``include_merged`` and ``show_expired`` so that it sees everything the Platform keeps, and a
+merged or superseded memory is listed with its Dream fields (see ``memsync.dream``), never
+mistaken for a deleted one. ``latest_only = true`` asks for the current truth only; a memory
+that then leaves the listing is read by id before any delete is inferred (``hides_retired``).
+An ``app_id`` scope is the Platform's own: it filters lists and goes with each add.
 """
 
 from __future__ import annotations
@@ -84,6 +91,7 @@ class Mem0PlatformProvider(Mem0HttpProvider):
         page_size: int = MAX_PAGE_SIZE,
         batch_size: int = MAX_BATCH,
         concurrency: int = DEFAULT_CONCURRENCY,
+        latest_only: bool = False,
     ) -> None:
         if secret is None:
             raise ConfigError(
@@ -107,6 +115,7 @@ class Mem0PlatformProvider(Mem0HttpProvider):
         self.page_size = max(1, min(page_size, MAX_PAGE_SIZE))
         self.batch_size = max(1, min(batch_size, MAX_BATCH))
         self.params = {k: v for k, v in (("org_id", org_id), ("project_id", project_id)) if v}
+        self.latest_only = latest_only
         # Whether each listed memory carries an expiration date: /v1/batch/ cannot set or
         # clear one, so only updates known to need neither go in a batch.
         self._dated: dict[str, bool] = {}
@@ -119,6 +128,13 @@ class Mem0PlatformProvider(Mem0HttpProvider):
         scope = ",".join(f"{k}={v}" for k, v in sorted(self.scope.items()))
         project = "/".join(self.params.get(k, "-") for k in ("org_id", "project_id"))
         return f"mem0-platform:{self.base_url}/{project}#{scope}"
+
+    def _reads(self) -> dict[str, bool]:
+        """What every list asks to see: expired memories (expiry is not deletion) and, unless
+        only the current truth is wanted, the duplicates Dream merged (merged is not deleted)."""
+        if self.latest_only:
+            return {"show_expired": True, "latest_only": True}
+        return {"show_expired": True, "include_merged": True}
 
     def check(self) -> str:
         pong = expect_object(self.name, self.http.get("/v1/ping/", params=self.params), "ping")
@@ -143,7 +159,7 @@ class Mem0PlatformProvider(Mem0HttpProvider):
             "POST",
             "/v3/memories/",
             params={"page": number, "page_size": self.page_size, **self.params},
-            json={"filters": filters, "show_expired": True},  # expiry is not deletion
+            json={"filters": filters, **self._reads()},
             idempotent=True,
         )
         page = expect_object(self.name, body, "POST /v3/memories/")
@@ -353,4 +369,5 @@ def build(name: str, entry: Mem0PlatformConfig, config: Config) -> Mem0PlatformP
         timeout=entry.timeout,
         allow_insecure_http=entry.allow_insecure_http,
         concurrency=entry.concurrency,
+        latest_only=entry.latest_only,
     )

@@ -32,6 +32,9 @@ class PlatformListing(Listing):
         self.last = last
         self.since = last - provider.lookback if last is not None else None
         self.mode: Literal["full", "incremental"] = "incremental" if last else "full"
+        # latest_only leaves out what Dream retired: a memory missing from the pass may be
+        # superseded or merged, not deleted, so the mirror reads it by id first.
+        self.hides_retired = provider.latest_only
 
     def pages(self) -> Iterator[Page]:
         provider = self.provider

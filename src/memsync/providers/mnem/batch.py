@@ -6,7 +6,8 @@ commit has author ``memsync`` and a message that says what moved; none is made w
 changed. Deletes are ``rm`` (a tombstone; history keeps the node). A create never overwrites
 a node memsync did not write for the same origin: an id collision with other content is
 reported as ``NodeIdCollision``; ``update`` is the overwrite path. A failed batch is unstaged,
-and a memory written already expired is forgotten right after (see ``expiry``).
+and a memory written already expired, or one Dream retired, is forgotten right after (see
+``expiry``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from memsync.providers.mnem.convert import (
     origin_for,
     record_from_node,
 )
-from memsync.providers.mnem.expiry import forget_expired, forgotten_as_expired
+from memsync.providers.mnem.expiry import forget_expired, forget_retired, forgotten_as_expired
 from memsync.providers.mnem.handle import AUTHOR, StoreHandle, detached
 from memsync.records import Outgoing, Record, content_hash, is_expired
 
@@ -96,7 +97,7 @@ class BatchWrite:
         if current is None:
             return self._stage_add(op, spec, "added", family)
         if identity_of(current) == spec.identity():
-            return Step(op, "none", spec.id, record=self._record(spec))
+            return Step(op, "none", spec.id, spec=spec, record=self._record(spec))
         if written_for(current, item.origin):
             return self._stage_add(op, spec, "updated", family)
         existing = current.as_node(self.handle.sdk) if isinstance(current, NodeSpec) else current
@@ -121,7 +122,7 @@ class BatchWrite:
         if current is None:
             raise NotFound(f"{self.handle.name}: no node {node_id!r} in {self.handle.path}")
         if identity_of(current) == spec.identity():
-            return Step(op, "none", node_id, record=self._record(spec))
+            return Step(op, "none", node_id, spec=spec, record=self._record(spec))
         return self._stage_add(op, spec, "updated", family_of(item.origin))
 
     def _plan_delete(self, op: WriteOp) -> Step:
@@ -181,6 +182,7 @@ class BatchWrite:
             ]
             try:
                 forget_expired(self.handle, expired)  # written (history has it), then tombstoned
+                forget_retired(self.handle, self._retired(set(expired)))
             except ProviderError as exc:
                 log.warning("%s; the sweep of the next day forgets them", exc)
         for step in self.steps:
@@ -190,6 +192,19 @@ class BatchWrite:
                 yield WriteResult(step.op, record=step.record)
             elif step.action == "rm":
                 yield WriteResult(step.op)
+
+    def _retired(self, forgotten: set[str]) -> list[str]:
+        """Nodes this batch wrote (or found as written) for memories Dream retired, still
+        served: each is forgotten once, after the batch's own commit."""
+        last: dict[str, NodeSpec] = {}  # node id -> what the batch's last op left it as
+        for step in self.steps:
+            if step.action in ("add", "none") and step.spec is not None:
+                last[step.spec.id] = step.spec
+        return [
+            node_id
+            for node_id, spec in last.items()
+            if spec.retired and node_id not in forgotten and self.view.get(node_id) is not None
+        ]
 
     def _stage(self, step: Step) -> None:
         spec = step.spec

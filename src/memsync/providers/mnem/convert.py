@@ -18,7 +18,9 @@
   metadata, the remaining provenance (a native note among it), and ``created_at`` verbatim.
   ``created_at`` is also ``event_time`` (Unix ms); on reading, the verbatim string wins while
   it still names the same millisecond, so offsets and microseconds survive the round trip.
-  A memory's ``expiration_date`` (mnem has none) lives in the note too.
+  A memory's ``expiration_date`` (mnem has none) lives in the note too, and so do Dream's
+  ``lifecycle_state``, ``replaced_by`` and ``synthesized`` (in the note's provenance; a node
+  Dream retired is forgotten, see ``expiry``).
 - **Version token.** sha256 over the node's canonical JSON: it changes exactly when mnem's
   own node object id does (content, kind, provenance or event_time).
 - **updated_at** is not known per node (it would take a blame per node) and is left empty.
@@ -44,6 +46,7 @@ from datetime import UTC, datetime, timedelta
 from types import ModuleType
 from typing import Any, Literal
 
+from memsync.dream import Dream
 from memsync.errors import ProviderError
 from memsync.records import (
     Outgoing,
@@ -123,6 +126,7 @@ class NodeSpec:
     event_time: int | None
     origin: str
     expiration_date: str | None = None
+    retired: bool = False  # Dream superseded or merged it: written, then forgotten
 
     def identity(self) -> str:
         return _node_identity(
@@ -217,6 +221,7 @@ def node_spec(item: Outgoing, node_id: str | None = None) -> NodeSpec:
         event_time=to_ms(item.created_at),
         origin=item.origin,
         expiration_date=item.expiration_date or None,
+        retired=Dream.of(item.provenance).retired,
     )
 
 
@@ -296,3 +301,9 @@ def _str_or_none(value: Any) -> str | None:
 def expired_in_note(node: Any) -> bool:
     note = memsync_note(node)
     return note is not None and is_expired(_str_or_none(note.get("expiration_date")))
+
+
+def retired_in_note(node: Any) -> bool:
+    """Whether memsync wrote this node for a memory Dream superseded or merged."""
+    note = memsync_note(node)
+    return note is not None and Dream.of(note.get("provenance")).retired

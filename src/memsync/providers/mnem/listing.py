@@ -33,6 +33,7 @@ class MnemListing(Listing):
         self.cursor = cursor
         self._produce = produce
         self.tombstones_expired = True  # see memsync.providers.mnem.expiry
+        self.tombstones_retired = True  # Dream's retired memories too (expiry)
 
     def pages(self) -> Iterator[Page]:
         yield from self._produce(self)

@@ -194,7 +194,7 @@ async function overview() {
         h("td", { class: "mono" }, scope || h("span", { class: "muted" }, "(default)")),
         h("td", { class: "num", "data-testid": "mirrored" }, count,
           (p.hidden_scopes || {})[scope] ? h("div", { class: "muted small", "data-testid": "hidden" },
-            `+${p.hidden_scopes[scope]} expired, hidden`) : null),
+            `+${p.hidden_scopes[scope]} hidden (expired, or retired by Dream)`) : null),
         h("td", {}, first ? [when(cycle.finished_at),
           cycle.duration_s !== undefined && cycle.duration_s !== null ? h("div", { class: "muted small" }, `took ${took(cycle.duration_s)}`) : null] : ""),
         h("td", {}, first ? stateBadge(p.state) : ""),
