@@ -24,8 +24,10 @@ BENCHES = [
     "bench.bench_adopt",
     "bench.bench_http",
     "bench.bench_rate_limit",
+    "bench.bench_server_team",
     "bench.bench_scopes",
     "bench.bench_status_page",
+    "bench.bench_live",
     "bench.bench_dry_run",
 ]
 

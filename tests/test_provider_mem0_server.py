@@ -145,15 +145,14 @@ def test_without_openapi_a_harmless_probe_decides(supports_infer: bool) -> None:
 # listing completeness ------------------------------------------------------------------------
 
 
-def test_a_scope_larger_than_the_server_cap_is_listed_as_partial(
+def test_a_scope_larger_than_the_server_cap_is_read_whole_through_search(
     server: Mem0ServerDouble,
 ) -> None:
-    for i in range(1001):
-        server.memory.add([{"role": "user", "content": f"m{i}"}], user_id="alice", infer=False)
+    server.insert_many([f"m{i}" for i in range(1001)], user_id="alice")
     records, listing = list_all(make(server, start_top_k=1000))
-    assert len(records) == 1000
-    assert not listing.complete
-    assert "1000" in (listing.partial_reason or "")
+    assert len(records) == 1001 and listing.complete
+    asked = [(s.method, s.path) for s in server.faults.seen if s.path != "/openapi.json"]
+    assert asked == [("GET", "/memories"), ("GET", "/entities"), ("POST", "/search")]
 
 
 def test_the_top_k_loop_asks_again_until_a_call_comes_back_short(
@@ -171,7 +170,7 @@ def test_a_server_without_top_k_never_yields_a_complete_listing() -> None:
     server = Mem0ServerDouble(api_key=KEY)
     server.memory.add([{"role": "user", "content": "one"}], user_id="alice", infer=False)
     provider = make(server)
-    provider._features = provider.features().__class__(infer=True, top_k=False, how="test")
+    provider._session.set_features(provider.features().__class__(infer=True, top_k=False, how="t"))
     records, listing = list_all(provider)
     assert [r.content for r in records] == ["one"]
     assert not listing.complete and "top_k" in (listing.partial_reason or "")
@@ -204,11 +203,12 @@ def test_memories_of_another_scope_are_neither_read_nor_updated(
 
 
 def test_bearer_auth_is_sent_as_authorization() -> None:
-    server = Mem0ServerDouble(bearer_token=KEY)
-    provider = make(server, auth="bearer")
+    server = Mem0ServerDouble(api_key=KEY)
+    token = server.login_tokens()["access_token"]
+    provider = make(server, key=token, auth="bearer")
     provider.create(item("via jwt"))
     assert server.faults.requests("POST", "/memories")[0].headers["authorization"] == (
-        f"Bearer {KEY}"
+        f"Bearer {token}"
     )
 
 
@@ -284,14 +284,18 @@ def test_a_refused_key_names_its_variable_and_never_the_key(
 
 
 def test_an_expired_bearer_token_says_so_in_one_line_without_the_token() -> None:
-    token = "eyJhbGciOiJIUzI1NiJ9.expired-jwt-that-must-not-leak"
-    server = Mem0ServerDouble(api_key=None, bearer_token="a-fresh-token")
+    server = Mem0ServerDouble(api_key=KEY)
+    token = server.login_tokens()["access_token"]
     provider = make(server, key=token, auth="bearer")
+    assert list_all(provider)[1].complete
+    provider.close()
+    server.clock.advance(30 * 60 + 1)  # upstream's access tokens last 30 minutes
     with pytest.raises(AuthError) as caught:
         list_all(provider)
     message = str(caught.value)
     assert "HTTP 401: Invalid or expired token." in message and "\n" not in message
     assert "$MEM0_SERVER_KEY" in message and token not in message
+    assert "refresh_token_file" in message and "api-key" in message
 
 
 # configuration -----------------------------------------------------------------------------

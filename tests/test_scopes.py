@@ -186,7 +186,7 @@ def test_create_false_names_the_scope_of_a_missing_store(home: Path, cli: Any) -
     with Mem0App(home) as memory:
         insert(memory, "bob", ["b"])
     code, report = sync_json(cli)
-    assert code == 1
+    assert code == 5  # a provider error (README: exit 5), not 1
     alice = report["scopes"]["user_id=alice"]
     assert alice["state"] == "error"
     assert "no mnem store" in alice["error"] and "user_id=alice" in alice["error"]

@@ -39,7 +39,16 @@ PLATFORM_ONLY_KEYS = ("app_id",)
 DEFAULT_MAX_CONTENT_BYTES = 1024 * 1024
 
 # Keys that would carry a secret inline; refused with a message that says how to pass one.
-_SECRET_KEYS = {"api_key", "apikey", "key", "token", "secret", "password", "bearer"}
+_SECRET_KEYS = {
+    "api_key",
+    "apikey",
+    "key",
+    "token",
+    "secret",
+    "password",
+    "bearer",
+    "refresh_token",
+}
 _SECRET_HINT = (
     'secrets are never read from the config file; set api_key_env = "VARIABLE_NAME" '
     '(an environment variable holding the key) or api_key_file = "path/to/file"'
@@ -202,9 +211,17 @@ class Mem0ServerConfig(_Http):
     type: Literal["mem0-server"]
     scope: dict[str, str]
     auth: Literal["api-key", "bearer", "none"] = "api-key"
+    # auth = "bearer": the server's single-use refresh token, a file memsync rewrites on use
+    refresh_token_file: Path | None = None
 
     _scope = field_validator("scope")(_check_scope)
     _scope_keys = field_validator("scope")(_no_platform_only_keys)
+
+    @model_validator(mode="after")
+    def _refresh_needs_bearer(self) -> Mem0ServerConfig:
+        if self.refresh_token_file is not None and self.auth != "bearer":
+            raise ValueError('refresh_token_file goes with auth = "bearer"')
+        return self
 
 
 class Mem0PlatformConfig(_Http):
@@ -291,10 +308,27 @@ class SyncConfig(_Strict):
     interval: float = 300.0
     full_scan_interval: float = 3600.0
     max_attempts: int = Field(default=5, ge=1)
+    # The daemon's hints (scopes/triggers.py): local stores watched for changes, remote ones
+    # asked every `probe` seconds which scopes changed; the interval cycle stays the full pass.
+    watch: bool = True
+    probe: float | None = None
 
     _durations = field_validator("interval", "full_scan_interval", mode="before")(
         classmethod(lambda cls, v: parse_duration(v))
     )
+
+    @field_validator("probe", mode="before")
+    @classmethod
+    def _probe_period(cls, value: Any) -> float | None:
+        if value is None or (isinstance(value, str) and value.strip().lower() == "off"):
+            return None
+        seconds = parse_duration(value)
+        if seconds < 1.0:
+            raise ValueError(
+                f"a probe more often than once a second is refused (got {value!r}); "
+                'try probe = "5s", or "off"'
+            )
+        return seconds
 
     @field_validator("max_delete", mode="before")
     @classmethod
@@ -450,7 +484,7 @@ def _resolve_paths(config: Config, base_dir: Path) -> Config:
     providers: dict[str, Any] = {}
     for name, provider in config.providers.items():
         updates: dict[str, Any] = {}
-        for key in ("path", "api_key_file", "mem0_config_file"):
+        for key in ("path", "api_key_file", "mem0_config_file", "refresh_token_file"):
             if getattr(provider, key, None) is not None:
                 updates[key] = fix(getattr(provider, key))
         providers[name] = provider.model_copy(update=updates) if updates else provider

@@ -46,6 +46,7 @@ class ProviderError(MemsyncError):
     """A provider failed in a way that retrying will not fix (bad request, not found)."""
 
     exit_code = 5
+    status: int | None = None  # the HTTP status the provider answered, when it answered one
 
 
 class ProviderUnavailable(ProviderError):

@@ -9,7 +9,9 @@ active = "mem0"            # the active backend: the centre every other provider
 conflict = "newest"        # both sides changed: error | active | newest | keep-both
 max_delete = "25%"         # refuse a cycle that would delete more than this share of a provider
 max_delete_count = 100     # ...or more than this many memories at once
-interval = "5m"            # how often the daemon syncs
+interval = "5m"            # how often the daemon makes a full pass over everything
+# watch = true               # watch local stores (mnem, pmm-dir): their changes sync in a second
+# probe = "5s"               # ask remote stores which scopes changed (then: interval = "1h")
 # full_scan_interval = "1h"  # incremental providers are listed in full this often (finds deletes)
 # max_attempts = 5           # a failing write is retried this many cycles, then parked as dead
 

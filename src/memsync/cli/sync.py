@@ -16,12 +16,15 @@ from memsync.sync.switch import SwitchRefused, switch_active
 
 
 def _print_cycle(report: CycleReport) -> None:
+    """The report on stdout; each failure on one line, once (``sync/failures.py``)."""
     verb = "would write" if report.dry_run else "wrote"
     scoped = report if isinstance(report, ScopedCycleReport) else None
     hidden = scoped.quiet_names() if scoped else set()
     for name, outcome in report.providers.items():
         if outcome.state == "skipped" or name in hidden:
             continue
+        if outcome.state in ("error", "busy") and outcome.error:
+            continue  # its failure line says it
         mirror = outcome.mirror
         line = f"{name}: {outcome.state}"
         if mirror:
@@ -38,8 +41,6 @@ def _print_cycle(report: CycleReport) -> None:
             line += f", {verb} {outcome.written}"
             if outcome.failed:
                 line += f", {outcome.failed} failed"
-        if outcome.error:
-            line += f": {outcome.error}"
         click.echo(line)
         if mirror and mirror.partial_reason:
             click.echo(f"  partial: {mirror.partial_reason} (no deletes inferred)")
@@ -47,6 +48,8 @@ def _print_cycle(report: CycleReport) -> None:
             click.echo(f"  REFUSED: {mirror.refused}")
         for skip in (mirror.skipped if mirror else [])[:20]:
             click.echo(f"  skipped {skip.id}: {skip.reason}")
+    for failure in report.provider_failures():
+        click.echo(failure.line())
     if report.dry_run:
         click.echo(f"plan: {report.planned_total} action(s); nothing was written")
         for action in report.planned[:50]:
@@ -77,12 +80,6 @@ def _print_cycle(report: CycleReport) -> None:
                 f"conflict on {conflict.link_id}: {conflict.winner} won "
                 f"({conflict.policy}); the other version is kept in the journal"
             )
-    for failure in report.failures[:20]:
-        state = "parked as dead" if failure.dead else "will retry"
-        click.echo(
-            f"failed: {failure.action} {failure.link_id} in {failure.provider}: "
-            f"{failure.error} ({state})"
-        )
     if report.waiting:
         click.echo(f"{report.waiting} action(s) waiting for retry or dead (see `memsync status`)")
     if report.interrupted:
@@ -122,15 +119,17 @@ def sync(
 ) -> None:
     """Run one sync cycle: mirror, plan, replay.
 
-    Exits 0 when every provider is reconciled, 1 when something failed, was busy or is in an
-    open conflict (a rollback too), 6 when a safety gate refused deletes or rollbacks.
+    Exits 0 when every provider is reconciled, 1 when a write failed, a store was busy or a
+    conflict is open (a rollback too), 5 when a provider could not be read or reached (each
+    failure is printed once, on one line), 6 when a safety gate refused deletes or rollbacks.
 
     \b
     --json prints: providers.NAME.{state, listed, added, changed, removed, rolled_back,
     skipped[{id, reason}], complete, partial_reason, refused, refused_by, written, failed,
     adopted}, actions[{action (create, update, delete, adopt), memory, provider, from}],
     replayed{create, update, delete},
-    failures[{provider, action, link_id, error, dead}], conflicts[{id, link_id,
+    failures[{provider, action, link_id, error, dead}],
+    provider_failures[{provider, reason, scopes, exit_code, line}], conflicts[{id, link_id,
     providers, policy, winner, state, rolled_back}], refusals{NAME: why}, exit_code.
     With wildcard scopes, providers are named NAME[KEY=VALUE] and the report adds
     scopes{KEY=VALUE: {scope, state, discovered, providers, error}} and

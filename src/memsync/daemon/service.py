@@ -6,6 +6,8 @@ One foreground process that systemd (or any supervisor) runs:
   interval``, coalesced, one instance at a time, and late runs still run (a laptop that slept
   syncs when it wakes). The first sync runs at start. A job that outlasts its interval is one
   info line when it ends (``folded_runs``), not a warning per run folded into the next.
+- Between them, watched local stores and probed remote ones start cycles for only the
+  providers and scopes that changed (``scopes/triggers.py``).
 - The config's directory is watched (editors replace files on save) and SIGHUP asks the
   same: the new file is parsed and validated first, and a broken one is logged while the
   running config keeps going.
@@ -41,6 +43,8 @@ from memsync.daemon.notify import Notifier
 from memsync.errors import ConfigError, LockHeld, MemsyncError
 from memsync.lock import daemon_lock, is_locked
 from memsync.paths import Paths
+from memsync.providers.mem0.server_tokens import require_lasting_credentials
+from memsync.scopes.triggers import Live
 from memsync.signal_inbox import SignalInbox, blocked_in_new_threads
 from memsync.staging.store import checkpoint
 from memsync.sync.report import CycleReport, SyncOptions
@@ -103,6 +107,7 @@ class Daemon:
         self._running_jobs = 0
         self._backup_after_first_sync = False
         self.ui: UiServer | None = None
+        self.live: Live | None = None  # watched and probed stores: hinted cycles
         self.metrics = Metrics(paths)  # /metrics on the status page's server
         self.folded_runs = FoldedRuns()  # a job longer than its interval: one info line
         self.scheduler = BackgroundScheduler(
@@ -139,6 +144,8 @@ class Daemon:
             next_run_time=self._first_backup_time(now),
         )
         scheduled_verify.install(self.scheduler, self._verify_job, self.paths, config, now)
+        self.live = Live(self.paths, config, self.stop, guard=self._guarded)
+        self.live.start()  # before the first sync, which keeps what the probes answer
         self.scheduler.start()
         threading.Thread(target=self._watch_config, name="config-watch", daemon=True).start()
         self._start_ui()
@@ -200,6 +207,8 @@ class Daemon:
         self.stop.set()
         self.notifier.stopping("stopping")
         self.scheduler.shutdown(wait=False)
+        if self.live is not None:
+            self.live.close()
         deadline = time.monotonic() + STOP_GRACE
         if self.ui is not None:
             self.ui.stop(grace=0)  # its open connections close; its requests share the grace
@@ -274,19 +283,8 @@ class Daemon:
                     gate,
                     outcome.mirror.refused,
                 )
-            elif outcome.error:
-                log.warning(
-                    "sync #%d: %s %s: %s", report.run_id, name, outcome.state, outcome.error
-                )
-        for failure in report.failures[:10]:
-            log.warning(
-                "sync #%d: %s %s in %s failed: %s",
-                report.run_id,
-                failure.action,
-                failure.link_id,
-                failure.provider,
-                failure.error,
-            )
+        for failure in report.provider_failures():  # one line each (sync/failures.py)
+            log.warning("sync #%d: %s", report.run_id, failure.line())
         self.notifier.status(line)
         if self._backup_after_first_sync and not self.stop.is_set():
             self._backup_after_first_sync = False
@@ -298,7 +296,8 @@ class Daemon:
         while is_locked(self.paths.lock_file) and time.monotonic() < patience:
             if self.stop.wait(0.2):
                 break
-        return run_sync(self.paths, config, SyncOptions(stop=self.stop), lock_wait=1.0)
+        options = SyncOptions(stop=self.stop)
+        return run_sync(self.paths, config, options, lock_wait=1.0, observer=self.live)
 
     def _backup_job(self) -> None:
         config = self.config
@@ -361,6 +360,7 @@ class Daemon:
         """Validate the config file, then swap it in; a broken one leaves the running one."""
         try:
             new = load_config(self.paths.config_file)
+            require_lasting_credentials(new)
         except ConfigError as exc:
             log.error(
                 "config not reloaded (%s): %s; still running the previous config", reason, exc
@@ -389,6 +389,8 @@ class Daemon:
             )
         scheduled_verify.reconfigure(self.scheduler, self._verify_job, self.paths, old, new)
         if new != old:
+            if self.live is not None:
+                self.live.reconfigure(new)
             self._run_soon("sync")
             log.info(
                 "config reloaded (%s): %d providers (active: %s); sync every %s, backups every %s",
@@ -416,6 +418,7 @@ def run_daemon(paths: Paths, *, redactor: Redactor | None = None) -> StopResult:
     try:
         lock.acquire()
         config = load_config(paths.config_file)
+        require_lasting_credentials(config)  # a token that dies in 30 minutes: refused now
         paths.ensure()
         return Daemon(paths, config, redactor=redactor).run()
     finally:

@@ -8,7 +8,9 @@ One package for one idea, as Syncthing gives a folder's life one package (``lib/
 - ``binding``: the configured providers bound to one scope (``mem0`` → ``mem0[user_id=alice]``);
 - ``cycle``: one run over every scope, each an engine cycle of its own;
 - ``report``: what such a run reports, scope by scope;
-- ``views``: scopes as ``status``, ``log``, ``verify`` and ``check`` show them.
+- ``views``: scopes as ``status``, ``log``, ``verify`` and ``check`` show them;
+- ``watch``, ``probes``, ``triggers``: the daemon's live side, where a changed local store or a
+  remote store's probe starts a cycle for only the scopes it names.
 
 A mnem store made on a scope's first write is a mnem provider (``providers/mnem/on_demand``).
 

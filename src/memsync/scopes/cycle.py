@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from memsync.config import Config
-from memsync.errors import MemsyncError, ProviderBusy
+from memsync.errors import AuthError, MemsyncError, ProviderBusy
 from memsync.providers.base import Provider
 from memsync.records import utc_now_iso
 from memsync.scopes.binding import ScopeBinder
@@ -43,6 +43,7 @@ from memsync.scopes.model import (
 from memsync.scopes.report import ScopedCycleReport, ScopeOutcome
 from memsync.staging import StagingStore
 from memsync.sync.cycle import end_shared_run, finish_run, start_shared_run
+from memsync.sync.failures import without_name
 from memsync.sync.from_config import build_engine, topology_of
 from memsync.sync.report import (
     MAX_LISTED,
@@ -62,13 +63,27 @@ def run_scoped_cycle(
     options: SyncOptions,
     *,
     only_scopes: Iterable[Scope] | None = None,
+    on_scope_done: Callable[[Scope, CycleReport], None] | None = None,
+    on_release: Callable[[str], None] | None = None,
 ) -> ScopedCycleReport:
     """One run over every scope (or ``only_scopes``), each scope an engine cycle of its own.
 
-    A dry run runs on a scratch copy of the staging store (see ``Engine.run_cycle``)."""
+    ``on_release(name)`` runs just before a scope's cycle releases a provider it opened, and
+    ``on_scope_done(scope, report)`` as each scope's cycle ends (the daemon's watcher notes
+    what memsync left in each store, ``scopes/triggers.py``). A dry run runs on a scratch copy
+    of the staging store (see ``Engine.run_cycle``).
+    """
     if options.dry_run and not store.scratch:
         with store.scratch_copy() as scratch:
-            return run_scoped_cycle(config, scratch, bases, options, only_scopes=only_scopes)
+            return run_scoped_cycle(
+                config,
+                scratch,
+                bases,
+                options,
+                only_scopes=only_scopes,
+                on_release=on_release,
+                on_scope_done=on_scope_done,
+            )
     run_id = start_shared_run(store, options)
     report = ScopedCycleReport(run_id, options.dry_run, utc_now_iso())
     binder = ScopeBinder(config, bases)
@@ -85,7 +100,11 @@ def run_scoped_cycle(
                 outcome.state = ProviderState.SKIPPED
                 report.interrupted = True
                 continue
-            _sync_scope(config, store, binder, scope, options, run_id, report, outcome)
+            sub = _sync_scope(
+                config, store, binder, scope, options, run_id, report, outcome, on_release
+            )
+            if on_scope_done is not None and sub is not None:
+                on_scope_done(scope, sub)
     report.finished_at = utc_now_iso()
     finish_run(store, report)
     end_shared_run(store, run_id)
@@ -112,12 +131,16 @@ def _discover(
             base.open()
         except MemsyncError as exc:
             binder.unavailable[name] = exc
-            report.discovery[name] = {
-                "state": "busy" if isinstance(exc, ProviderBusy) else "error",
-                "error": str(exc),
-            }
+            busy = isinstance(exc, ProviderBusy)
+            report.discovery[name] = {"state": "busy" if busy else "error", "error": str(exc)}
+            report.providers[name] = ProviderOutcome(
+                name,
+                state=ProviderState.BUSY if busy else ProviderState.ERROR,
+                error=str(exc),
+                exit_code=exc.exit_code,
+            )
             complete = complete and not source
-            log.warning("%s: %s", name, exc)
+            log.debug("%s: %s", name, exc)  # each scope reports it; printed once (failures)
             continue
         handles.callback(base.close)
         if not source:
@@ -127,10 +150,12 @@ def _discover(
         except MemsyncError as exc:
             report.discovery[name] = {"state": "error", "error": str(exc)}
             report.providers[name] = ProviderOutcome(
-                name, state=ProviderState.ERROR, error=str(exc)
+                name, state=ProviderState.ERROR, error=str(exc), exit_code=exc.exit_code
             )
             complete = False
-            log.warning("%s: %s", name, exc)
+            if isinstance(exc, AuthError):  # refused credentials: every scope would be too
+                binder.unavailable[name] = exc
+            log.debug("%s: %s", name, exc)  # printed once, with the other failures
             continue
         report.discovery[name] = _discovery_dict(discovery)
         complete = complete and discovery.complete
@@ -167,17 +192,18 @@ def _sync_scope(
     run_id: int,
     report: ScopedCycleReport,
     outcome: ScopeOutcome,
-) -> None:
+    on_release: Callable[[str], None] | None = None,
+) -> CycleReport | None:
     try:
         providers = binder.bind_all(scope)
     except HostileScope as exc:
         outcome.state, outcome.error = ProviderState.ERROR, str(exc)
-        log.warning("%s", exc)
-        return
+        log.debug("%s", exc)  # the report's scope lines say it, once
+        return None
     except MemsyncError as exc:
         outcome.state, outcome.error = ProviderState.ERROR, f"scope {scope.label}: {exc}"
-        log.warning("%s", outcome.error)
-        return
+        log.debug("%s", outcome.error)
+        return None
     outcome.providers = list(providers)
     entries = {scoped_name(n, scope): config.providers[n] for n in binder.bases}
     scoped_config = config.model_copy(
@@ -197,14 +223,16 @@ def _sync_scope(
         stop=options.stop,
     )
     engine = build_engine(scoped_config, store, providers, scoped=True)
+    engine.on_release = on_release
     sub = engine.run_cycle(scoped_options, run_id=run_id)
     _merge(report, sub)
     outcome.state = _scope_state(sub)
-    errors = [f"{n}: {o.error}" for n, o in sub.providers.items() if o.error]
-    refused = [f"{n}: {why}" for n, why in sub.refusals.items()]
+    errors = [f"{n}: {without_name(n, o.error)}" for n, o in sub.providers.items() if o.error]
+    refused = [f"{n}: {without_name(n, why)}" for n, why in sub.refusals.items()]
     if refused and not outcome.discovered:
         refused.insert(0, "no longer discovered; treated as an empty listing")
     outcome.error = "; ".join(refused + errors) or None
+    return sub
 
 
 def _scope_state(sub: CycleReport) -> ProviderState:
@@ -232,6 +260,7 @@ def _merge(report: ScopedCycleReport, sub: CycleReport) -> None:
     for kind, count in sub.replayed.items():
         report.replayed[kind] += count
     report.failures.extend(sub.failures)
+    report.provider_notices.extend(sub.provider_notices)
     report.waiting += sub.waiting
     report.interrupted = report.interrupted or sub.interrupted
 

@@ -3,7 +3,7 @@
 Each provider family finds its scopes its own way:
 
 - ``mem0-oss``: the vector store's payloads (one pass over the collection, paged like get_all);
-- ``mem0-server``: ``GET /memories`` without ids, which only the admin key may call;
+- ``mem0-server``: ``GET /entities``, else ``GET /memories`` without ids (``server_discovery``);
 - ``mem0-platform``: ``GET /v1/entities/``, whose four types (user, agent, app, run) fill the
   four scope keys (with fixed keys beside the wildcard: the memories those keys select, merged
   and expired ones included, so that only pairs that hold memories are found);
@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from memsync.errors import AuthError, ProviderError, TransientProviderError
+from memsync.errors import ProviderError
 from memsync.providers.base import Provider
 from memsync.providers.mem0.paging import fetch_all, start_for
 from memsync.scopes.model import Scope
@@ -53,7 +53,9 @@ def discover_scopes(
     if provider.type == "mem0-oss":
         return _from_payloads(provider, keys, fixed)
     if provider.type == "mem0-server":
-        return _from_admin_listing(provider, keys, fixed)
+        from memsync.scopes.server_discovery import discover_server_scopes
+
+        return discover_server_scopes(provider, keys, fixed)  # type: ignore[arg-type]
     if provider.type == "mem0-platform":
         return _from_entities(provider, keys, fixed)
     if provider.type == "pmm-dir":
@@ -103,51 +105,6 @@ def _from_payloads(provider: Any, keys: tuple[str, ...], fixed: Mapping[str, str
         discovery.complete = False
         discovery.note = f"the store returned its maximum of {fetched.top_k} memories"
     return discovery
-
-
-# --- mem0-server -----------------------------------------------------------------------------
-
-
-def _from_admin_listing(
-    provider: Any, keys: tuple[str, ...], fixed: Mapping[str, str]
-) -> Discovery:
-    from memsync.providers.mem0.server_listing import MAX_TOP_K
-
-    wildcard = " and ".join(f'{k} = "*"' for k in keys)
-    try:
-        body = provider.http.get("/memories", params={**fixed, "top_k": MAX_TOP_K})
-    except TransientProviderError:
-        raise
-    except (AuthError, ProviderError) as exc:
-        if fixed:
-            raise
-        raise ProviderError(
-            f"{provider.name}: cannot discover scopes for {wildcard}: the server refused to "
-            "list memories without a user, agent or run id, which only its admin key may do "
-            f"({_reason(exc)}); give memsync the admin API key, or name each scope in a "
-            "provider of its own"
-        ) from None
-    if isinstance(body, dict):
-        body = body.get("results")
-    if not isinstance(body, list):
-        raise ProviderError(
-            f"{provider.name}: GET /memories without ids answered no list of memories; "
-            "is this a Mem0 server?"
-        )
-    rows = [row for row in body if isinstance(row, dict)]
-    discovery = Discovery(_scopes(rows, keys, fixed))
-    if len(body) >= MAX_TOP_K:
-        discovery.complete = False
-        discovery.note = (
-            f"the server lists at most {MAX_TOP_K} memories in one call, so scopes beyond them "
-            "are found only once their memories are among those"
-        )
-    return discovery
-
-
-def _reason(exc: Exception) -> str:
-    text = str(exc)
-    return text.split(": ", 1)[1] if ": " in text else text
 
 
 # --- mem0-platform ---------------------------------------------------------------------------

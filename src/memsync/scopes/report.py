@@ -51,20 +51,25 @@ class ScopedCycleReport(CycleReport):
         return {n for s in self.scopes.values() if s.state == ProviderState.OK for n in s.providers}
 
     def scope_lines(self) -> list[str]:
-        """What a person reads about the scopes: discovery, each scope in trouble, a count."""
+        """What a person reads about the scopes: discovery, each scope in trouble that no
+        provider line explains (a scope that could not be bound), and a count. A provider's
+        own failure is printed once with the others (``provider_failures``), never here."""
         lines = []
         for name, found in self.discovery.items():
-            if found.get("error"):
-                lines.append(f"{name}: {found['state']}: {found['error']}")
-            else:
+            if not found.get("error"):
                 note = f" (partial: {found['note']})" if found.get("note") else ""
                 lines.append(f"{name}: discovered {found['scopes']} scope(s){note}")
         for label, scope in self.scopes.items():
-            if scope.state not in (ProviderState.OK, ProviderState.SKIPPED):
+            if scope.state == ProviderState.ERROR and not scope.providers:
                 error = scope.error or ""
                 if error.startswith(f"scope {label}: "):
                     error = error[len(f"scope {label}: ") :]
                 lines.append(f"scope {label}: {scope.state}: {error}".rstrip(": "))
+            elif scope.state == ProviderState.REFUSED and not scope.discovered:
+                lines.append(
+                    f"scope {label}: no longer discovered; its emptied listing was not taken "
+                    "for deletes (see REFUSED above)"
+                )
         counts = Counter(s.state for s in self.scopes.values())
         lines.append(
             f"scopes: {len(self.scopes)} ("

@@ -347,6 +347,19 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         6,
+        "probe tokens: what a remote store's change probe answered per scope when last listed",
+        """
+        CREATE TABLE probe_tokens (
+            provider TEXT NOT NULL,  -- the configured provider's name
+            scope TEXT NOT NULL,  -- the scope's label; '' for a provider of one scope
+            token TEXT NOT NULL,  -- the probe's answer for the scope, before memsync listed it
+            seen_at TEXT NOT NULL,
+            PRIMARY KEY (provider, scope)
+        ) WITHOUT ROWID;
+        """,
+    ),
+    Migration(
+        7,
         "rollbacks: memories a store went back in time on, held until the user settles them",
         """
         -- A store that answers an older version of a memory than one memsync had seen from

@@ -29,6 +29,7 @@ from memsync.staging.dirty import DirtySet
 from memsync.staging.journal import Journal
 from memsync.staging.links import Links
 from memsync.staging.outbox import Outbox
+from memsync.staging.probe_tokens import ProbeTokens
 from memsync.staging.providers import ProviderRegistry
 from memsync.staging.records import Records
 from memsync.staging.rollbacks import Rollbacks
@@ -69,6 +70,7 @@ class StagingStore:
         self.status_counts = StatusCounts(conn)
         self.verify_results = VerifyResults(conn)
         self.rollbacks = Rollbacks(conn)
+        self.probe_tokens = ProbeTokens(conn)
         self.cycle_outcomes = CycleOutcomes(conn)
 
     # opening ------------------------------------------------------------------------------

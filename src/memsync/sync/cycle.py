@@ -23,7 +23,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -87,6 +87,9 @@ class Engine:
         self.store = store
         self.settings = settings or EngineSettings()
         self.scoped = scoped
+        # Told a provider's name just before the cycle releases it, while memsync still holds
+        # its store (the daemon notes the store's files as memsync left them).
+        self.on_release: Callable[[str], None] | None = None
 
     # the cycle ----------------------------------------------------------------------------
 
@@ -106,6 +109,7 @@ class Engine:
                 rehearsal = Engine(
                     self.topology, self.providers, scratch, self.settings, scoped=self.scoped
                 )
+                rehearsal.on_release = self.on_release
                 return rehearsal.run_cycle(options)
         with contextlib.ExitStack() as self._handles:
             self._opened: set[str] = set()
@@ -117,6 +121,8 @@ class Engine:
             provider.open()
             self._opened.add(provider.name)
             self._handles.callback(provider.close)
+            if self.on_release is not None:
+                self._handles.callback(self.on_release, provider.name)  # runs before the close
         return provider
 
     def _cycle(self, options: SyncOptions, joined_run: int | None = None) -> CycleReport:
@@ -209,8 +215,9 @@ class Engine:
             outcome.state, outcome.error = ProviderState.BUSY, str(exc)
         except MemsyncError as exc:
             outcome.state, outcome.error = ProviderState.ERROR, str(exc)
-        if outcome.error:
-            log.warning("%s: %s", provider.name, outcome.error)
+            outcome.exit_code = exc.exit_code
+        if outcome.error:  # reported once, with the cycle's other failures (sync/failures.py)
+            log.debug("%s: %s", provider.name, outcome.error)
 
     def _incremental_allowed(
         self,

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-from memsync.errors import RefusedError
+from memsync.errors import ProviderError, RefusedError
+from memsync.sync.failures import ProviderFailure, provider_failures
 from memsync.sync.mirror import MirrorResult
 from memsync.sync.plan import Action, WriteKind
 
@@ -56,6 +57,7 @@ class ProviderOutcome:
     replanned: int = 0  # writes held back: the target changed after the mirror
     adopted: int = 0  # records linked by content to a copy another provider already held
     seconds: float = 0.0  # time spent listing and writing this provider
+    exit_code: int | None = None  # of an error state; None: a provider error (5)
 
     def __post_init__(self) -> None:
         self.state = ProviderState(self.state)  # a plain "busy" from a caller becomes the enum
@@ -174,6 +176,18 @@ class CycleReport:
     failures: list[FailureEntry] = field(default_factory=list)
     waiting: int = 0  # actions held back by retry backoff or parked as dead
     interrupted: bool = False
+    provider_notices: list[ProviderFailure] = field(default_factory=list)  # report_failure
+
+    def report_failure(
+        self, provider: str, reason: str, *, exit_code: int = ProviderError.exit_code
+    ) -> None:
+        """A failure of ``provider`` as a whole, beyond its outcome and its writes' (a circuit
+        breaker that stopped writing to it): printed once, with the others (``failures``)."""
+        self.provider_notices.append(ProviderFailure(provider, reason, exit_code=exit_code))
+
+    def provider_failures(self) -> list[ProviderFailure]:
+        """Every failure of this cycle, one per provider and reason (``sync/failures.py``)."""
+        return provider_failures(self)
 
     def add_planned(self, entry: PlannedEntry) -> None:
         """Count every action; keep the first MAX_LISTED for the report (memory stays flat)."""
@@ -189,16 +203,14 @@ class CycleReport:
 
     @property
     def exit_code(self) -> int:
+        """6 refused deletes, else 5 a provider failed (2 its config), else 1 something
+        failed, was busy or is in an open conflict, else 0."""
         if self.refusals:
             return RefusedError.exit_code
-        if (
-            self.failures
-            or any(
-                o.state in (ProviderState.BUSY, ProviderState.ERROR)
-                for o in self.providers.values()
-            )
-            or any(c.state == "open" for c in self.conflicts)
-        ):
+        worst = max((f.exit_code for f in self.provider_failures()), default=0)
+        if worst > 1:
+            return worst
+        if worst or self.failures or any(c.state == "open" for c in self.conflicts):
             return 1
         return 0
 
@@ -213,6 +225,7 @@ class CycleReport:
             "actions_total": self.planned_total,
             "replayed": {str(kind): count for kind, count in self.replayed.items()},
             "failures": [failure.as_dict() for failure in self.failures],
+            "provider_failures": [failure.as_dict() for failure in self.provider_failures()],
             "conflicts": [conflict.as_dict() for conflict in self.conflicts],
             "refusals": self.refusals,
             "waiting": self.waiting,

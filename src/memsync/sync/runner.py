@@ -7,13 +7,15 @@ cycle from, so they agree on locking and on what a provider that cannot be built
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from typing import Protocol
 
 from memsync.config import Config
 from memsync.errors import MemsyncError
 from memsync.lock import cycle_lock
 from memsync.paths import Paths
 from memsync.providers import Provider, build_provider
-from memsync.scopes import scoped_config_keys
+from memsync.scopes import Scope, scoped_config_keys
 from memsync.scopes.cycle import run_scoped_cycle
 from memsync.staging import StagingStore
 from memsync.sync.from_config import build_engine
@@ -34,10 +36,31 @@ def build_all(config: Config) -> tuple[dict[str, Provider], dict[str, str]]:
     return providers, broken
 
 
+class CycleObserver(Protocol):
+    """Told, under the cycle lock, as a cycle starts, just before it releases each provider it
+    opened (by its name in the cycle), and as each scope's cycle ends; the daemon's watcher
+    and probes (``scopes/triggers.py``) keep their notes so."""
+
+    def cycle_starting(self, store: StagingStore) -> None: ...
+
+    def released(self, name: str) -> None: ...
+
+    def scope_done(self, scope: Scope | None, report: CycleReport) -> None: ...
+
+
 def run_sync(
-    paths: Paths, config: Config, options: SyncOptions, *, lock_wait: float = 30.0
+    paths: Paths,
+    config: Config,
+    options: SyncOptions,
+    *,
+    lock_wait: float = 30.0,
+    only_scopes: Iterable[Scope] | None = None,
+    observer: CycleObserver | None = None,
 ) -> CycleReport:
-    """One cycle under the cycle lock; a provider that cannot be built is reported, not fatal."""
+    """One cycle under the cycle lock; a provider that cannot be built is reported, not fatal.
+
+    ``only_scopes``: on a config with wildcard scopes, only these scopes are synced.
+    """
     providers, broken = build_all(config)
     if config.sync.active in broken:
         raise MemsyncError(
@@ -49,11 +72,25 @@ def run_sync(
     try:
         paths.ensure()
         with StagingStore.open(paths.database) as store:
+            if observer is not None:
+                observer.cycle_starting(store)
             report: CycleReport
             if scoped_config_keys(config.providers):
-                report = run_scoped_cycle(config, store, providers, options)
+                report = run_scoped_cycle(
+                    config,
+                    store,
+                    providers,
+                    options,
+                    only_scopes=only_scopes,
+                    on_scope_done=observer.scope_done if observer is not None else None,
+                    on_release=observer.released if observer is not None else None,
+                )
             else:
-                report = build_engine(config, store, providers).run_cycle(options)
+                engine = build_engine(config, store, providers)
+                engine.on_release = observer.released if observer is not None else None
+                report = engine.run_cycle(options)
+                if observer is not None:
+                    observer.scope_done(None, report)
     finally:
         lock.release()
     for name, reason in broken.items():

@@ -4,13 +4,18 @@ Plain ``http://`` is refused to anything but the loopback (unless the user says 
 trusted), and so is a URL with ``user:password`` in it. The key goes on the wire through an
 ``httpx.Auth`` hook at send time, never into the client's default headers, URLs, log lines or
 exception messages.
+
+A bearer token that expires (a Mem0 server's JWTs last 30 minutes) goes through
+``RenewingBearer``: a ``TokenSource`` gives the current token, and when the server answers
+401 the source renews it once and the request is sent again. A 401 means the server did not
+act, so even a create is safe to resend.
 """
 
 from __future__ import annotations
 
 import ipaddress
 from collections.abc import Generator
-from typing import Literal
+from typing import Literal, Protocol
 
 import httpx
 
@@ -32,6 +37,42 @@ class HeaderAuth(httpx.Auth):
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         request.headers[self._header] = self._value
+        yield request
+
+
+class TokenSource(Protocol):
+    """Where a renewable bearer token comes from (``providers/mem0/server_tokens.py``)."""
+
+    source: str  # where its credential lives (a file's path): safe to show
+
+    def current(self) -> str:
+        """The token to send now (renewed first when none is held)."""
+        ...
+
+    def renew(self, stale: str) -> str:
+        """A new token in place of ``stale`` (or the one another thread already renewed)."""
+        ...
+
+
+class RenewingBearer(httpx.Auth):
+    """``Authorization: Bearer`` from a TokenSource, renewed once when the server answers 401."""
+
+    def __init__(self, tokens: TokenSource) -> None:
+        self._tokens = tokens
+
+    def __repr__(self) -> str:
+        return "RenewingBearer(***)"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        token = self._tokens.current()
+        request.headers["Authorization"] = f"Bearer {token}"
+        response = yield request
+        if response.status_code != 401:
+            return
+        fresh = self._tokens.renew(token)
+        if fresh == token:
+            return
+        request.headers["Authorization"] = f"Bearer {fresh}"
         yield request
 
 

@@ -25,7 +25,14 @@ from memsync.errors import (
     ProviderError,
     TransientProviderError,
 )
-from memsync.providers.http.auth import AuthScheme, HeaderAuth, auth_header, check_base_url
+from memsync.providers.http.auth import (
+    AuthScheme,
+    HeaderAuth,
+    RenewingBearer,
+    TokenSource,
+    auth_header,
+    check_base_url,
+)
 from memsync.providers.http.pacing import RateLimitPacer, Ticket
 from memsync.providers.http.retry import (
     NotSent,
@@ -70,6 +77,8 @@ class HttpClient:
         headers: Mapping[str, str] | None = None,
         concurrency: int = 1,
         pacer: RateLimitPacer | None = None,
+        tokens: TokenSource | None = None,
+        auth_advice: str | None = None,
     ) -> None:
         self.provider = provider
         self.base_url = check_base_url(provider, base_url, allow_insecure_http=allow_insecure_http)
@@ -80,7 +89,14 @@ class HttpClient:
         self.backoff = SharedBackoff()
         self.pacer = pacer if pacer is not None else RateLimitPacer()
         pool = max(1, concurrency)
-        hook = HeaderAuth(*auth_header(auth, self.secret)) if self.secret else None
+        self.auth = "bearer" if tokens is not None else auth
+        self.auth_advice = auth_advice  # what to do about a refused credential, when known
+        hook: httpx.Auth | None = None
+        self.credential: str | None = None  # where the credential comes from, safe to show
+        if tokens is not None:
+            hook, self.credential = RenewingBearer(tokens), tokens.source
+        elif self.secret is not None:
+            hook, self.credential = HeaderAuth(*auth_header(auth, self.secret)), self.secret.source
         self._client = httpx.Client(
             base_url=self.base_url,
             auth=hook,
@@ -228,8 +244,9 @@ class HttpClient:
             return spent() + upcoming > policy.max_elapsed
 
         def before_sleep(state: RetryCallState) -> None:
+            # A retry is not yet a failure: one that gives up is reported once, by the cycle.
             exc = state.outcome.exception() if state.outcome else None
-            log.warning(
+            log.info(
                 "%s; retrying in %.2fs (attempt %d of %d)",
                 exc,
                 state.upcoming_sleep,
@@ -301,9 +318,13 @@ class HttpClient:
             return response
         detail = self._excerpt(response)
         if status in (401, 403):
-            raise AuthError(self._auth_message(status, detail))
+            error = AuthError(self._auth_message(status, where, detail))
+            error.status = status
+            raise error
         if status == 404:
-            raise NotFound(f"{self.provider}: {where} found nothing (HTTP 404){detail}")
+            missing = NotFound(f"{self.provider}: {where} found nothing (HTTP 404){detail}")
+            missing.status = status
+            raise missing
         if status == 429:
             wait = parse_retry_after(response.headers.get("Retry-After"))
             hold = wait if wait is not None else self.retry.initial_backoff
@@ -322,20 +343,34 @@ class HttpClient:
                 f"{self.provider}: {where} was redirected (HTTP {status}) to "
                 f"{response.headers.get('Location', '?')}; set base_url to the final address"
             )
-        raise ProviderError(f"{self.provider}: {where} was refused (HTTP {status}){detail}")
+        refused = ProviderError(f"{self.provider}: {where} was refused (HTTP {status}){detail}")
+        refused.status = status
+        raise refused
 
-    def _auth_message(self, status: int, detail: str = "") -> str:
-        """Who refused what, with the server's own reason (redacted), and what to do."""
-        verb = "refused" if status == 401 else "denied access with"
-        if self.secret is None:
+    def _auth_message(self, status: int, where: str, detail: str = "") -> str:
+        """Who refused what, with the server's own reason (redacted), and what to do.
+
+        The advice follows the status: 401 is a credential the server does not accept (wrong,
+        expired or revoked), 403 one it accepts that lacks the right to this call.
+        """
+        if self.credential is None:
             return (
-                f"{self.provider}: {self.base_url} requires an API key (HTTP {status}{detail}); "
+                f"{self.provider}: {self.base_url} requires credentials (HTTP {status}{detail}); "
                 f"set api_key_env or api_key_file in providers.{self.provider}"
             )
+        what = "token" if self.auth == "bearer" else "key"
+        if status == 403:
+            return (
+                f"{self.provider}: {self.base_url} accepted the {what} from {self.credential} but "
+                f"refused it {where} (HTTP 403{detail}): the {what} lacks the right to this "
+                f"call; use one that has it (an admin's)"
+            )
+        advice = self.auth_advice or (
+            f"check that {self.credential} holds a {what} this server issued"
+        )
         return (
-            f"{self.provider}: {self.base_url} {verb} the key from {self.secret.source} "
-            f"(HTTP {status}{detail}); check that {self.secret.source} holds a valid, "
-            "unexpired key for this server"
+            f"{self.provider}: {self.base_url} refused the {what} from {self.credential} "
+            f"(HTTP 401{detail}): it is wrong, expired or revoked; {advice}"
         )
 
     def _excerpt(self, response: httpx.Response) -> str:

@@ -2,7 +2,10 @@
 
 - ``oss`` (type ``mem0-oss``), with ``oss_memory`` (the open Memory) and ``oss_config`` (the
   offline config it runs with); ``embed_ahead`` and ``hash_embedder`` serve it too.
-- ``server`` (type ``mem0-server``), with ``server_features`` and ``server_listing``.
+- ``server`` (type ``mem0-server``), with ``server_features`` (what the server supports),
+  ``server_session`` (learnt once a cycle for every scope), ``server_listing`` and
+  ``server_search`` (a scope whole, past the 1,000 cap), ``server_entities`` (the one reader
+  of ``GET /entities``) and ``server_tokens`` (bearer tokens renewed through /auth/refresh).
 - ``platform`` (type ``mem0-platform``), with ``platform_listing``.
 - Shared by all three: ``convert`` (Mem0's memory shape <-> memsync's Record) and ``paging``
   (complete listings from ``get_all``'s capped ``top_k``); by the two HTTP types: ``http``.

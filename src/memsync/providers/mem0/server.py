@@ -1,11 +1,15 @@
 """``mem0-server``: Mem0's self-hosted REST server (FastAPI, ``server/main.py`` upstream).
 
-Routes used: ``GET /memories?user_id&agent_id&run_id&top_k`` (no cursor: ``top_k`` is raised
-until a call comes back short, ADR-0024, via ``paging``), ``GET/PUT/DELETE
-/memories/{id}``, ``POST /memories`` and ``GET /openapi.json``.
+Routes used: ``GET /memories?user_id&agent_id&run_id&top_k&show_expired`` (no cursor: ``top_k``
+is raised until a call comes back short, ADR-0024, via ``paging``; past its 1,000 cap
+``POST /search`` checked against ``GET /entities``, see ``server_listing``), ``GET/PUT/DELETE
+/memories/{id}``, ``POST /memories``, ``GET /entities`` and ``GET /memories`` without ids
+(scope discovery, ``scopes/server_discovery``), ``GET /openapi.json`` (once per cycle for all
+scopes, ``server_session``) and, with ``refresh_token_file``, ``POST /auth/refresh``
+(``server_tokens``).
 
 memsync never lets a write trigger LLM extraction: creates send ``infer: false``, and only to a
-server that proved it knows the field (see ``server_features``). Listings: ``server_listing``.
+server that proved it knows the field (see ``server_features``).
 
 Mem0's update merges metadata, so an update tombstones the keys the memory had and the item
 has not (``convert.TOMBSTONE``); which keys it had comes from the staging store through
@@ -17,9 +21,11 @@ server version (older ones answer 500 to a PUT or DELETE of one).
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal
 
 import httpx
@@ -27,11 +33,12 @@ import httpx
 from memsync.config import Config, Mem0ServerConfig
 from memsync.errors import (
     ConfigError,
+    InvalidResponse,
     NotFound,
     ProviderError,
     TransientProviderError,
 )
-from memsync.providers.base import Capabilities, Listing, WriteOp, require_content
+from memsync.providers.base import Capabilities, Listing, Provider, WriteOp, require_content
 from memsync.providers.http.provider import DEFAULT_CONCURRENCY
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.http.shapes import expect_list, expect_object
@@ -40,12 +47,15 @@ from memsync.providers.mem0.convert import (
     version_of,
 )
 from memsync.providers.mem0.http import Mem0HttpProvider, path_segment
+from memsync.providers.mem0.server_entities import EntityCensus, read_entities
 from memsync.providers.mem0.server_features import (
     ServerFeatures,
     features_from_openapi,
     features_from_probes,
 )
-from memsync.providers.mem0.server_listing import MAX_TOP_K, ServerListing
+from memsync.providers.mem0.server_listing import MAX_TOP_K, ServerListing, read_scope
+from memsync.providers.mem0.server_session import ServerSession
+from memsync.providers.mem0.server_tokens import RefreshTokenFile, refresh_call
 from memsync.records import Outgoing, Record
 from memsync.secrets import Secret, resolve_secret
 
@@ -71,11 +81,15 @@ class Mem0ServerProvider(Mem0HttpProvider):
         sleep: Callable[[float], None] = time.sleep,
         start_top_k: int = MAX_TOP_K,
         concurrency: int = DEFAULT_CONCURRENCY,
+        refresh_token_file: Path | None = None,
     ) -> None:
-        if auth != "none" and secret is None:
+        if refresh_token_file is not None and auth != "bearer":
+            raise ConfigError(f'providers.{name}: refresh_token_file goes with auth = "bearer"')
+        if auth != "none" and secret is None and refresh_token_file is None:
             raise ConfigError(
                 f"providers.{name}: auth = {auth!r} needs api_key_env or api_key_file "
-                '(or auth = "none" for a server running with AUTH_DISABLED)'
+                + ("(or refresh_token_file) " if auth == "bearer" else "")
+                + '(or auth = "none" for a server running with AUTH_DISABLED)'
             )
         super().__init__(
             name,
@@ -91,13 +105,34 @@ class Mem0ServerProvider(Mem0HttpProvider):
         )
         self.scope = self.scope_ids(scope)
         self.start_top_k = start_top_k
-        self._features: ServerFeatures | None = None
+        self._session = ServerSession()
+        self._owns_session = True
+        if refresh_token_file is not None:
+            self._client_args["tokens"] = RefreshTokenFile(
+                name,
+                self.base_url,
+                refresh_token_file,
+                refresh_call(name, self.base_url, timeout=timeout, transport=transport),
+                access=secret,
+            )
+        self._client_args["auth_advice"] = _advice(auth, refresh_token_file)
 
     # lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
         super().close()
-        self._features = None  # a server may be upgraded between cycles
+        if self._owns_session:
+            self._session.clear()  # a server may be upgraded between cycles
+
+    def bound_to(self, name: str, scope: Mapping[str, str]) -> Provider:
+        """This server's provider for one scope: its own name, scope and HTTP client, and this
+        provider's session, so the schema and entities are read once for every scope."""
+        bound = copy.copy(self)
+        bound.name = name
+        bound.scope = self.scope_ids(scope)
+        bound._http = None
+        bound._owns_session = False
+        return bound
 
     # identity -------------------------------------------------------------------------
 
@@ -108,12 +143,30 @@ class Mem0ServerProvider(Mem0HttpProvider):
     # server features --------------------------------------------------------------------
 
     def features(self) -> ServerFeatures:
-        """Whether the server knows ``infer`` and ``top_k``, proven once per cycle."""
-        if self._features is None:
-            self._features = features_from_openapi(self.http) or features_from_probes(
-                self.http, self._get_all
+        """What the server supports (``infer``, ``top_k``, ``/entities``...), proven once per
+        cycle for this provider and every scope bound from it."""
+        return self._session.features(
+            lambda: (
+                features_from_openapi(self.http) or features_from_probes(self.http, self._get_all)
             )
-        return self._features
+        )
+
+    def entities(self) -> EntityCensus | None:
+        """``GET /entities`` once per cycle (None: a server without it)."""
+        if self.features().entities is False:
+            return None
+        return self._session.census(lambda: read_entities(self.http, self.name))
+
+    def admin_listing(self, top_k: int = MAX_TOP_K) -> list[Any]:
+        """``GET /memories`` without ids: every memory, capped server-wide (admin only)."""
+        body = self.http.get("/memories", params={"top_k": top_k})
+        if isinstance(body, dict):
+            if "results" not in body:
+                raise InvalidResponse(
+                    f"{self.name}: GET /memories answered an object without 'results'"
+                )
+            body = body["results"]
+        return expect_list(self.name, body, "GET /memories")
 
     # reads ----------------------------------------------------------------------------
 
@@ -131,13 +184,9 @@ class Mem0ServerProvider(Mem0HttpProvider):
         return ServerListing(self)
 
     def versions_changed_since(self, since: datetime) -> dict[str, str | None]:
-        """The server has no updated_at filter: one get_all call (up to its 1000 cap) gives
-        every memory's version token, which memsync compares with the mirror's."""
-        return {
-            str(raw["id"]): version_of(raw)
-            for raw in self._get_all(MAX_TOP_K)
-            if isinstance(raw, dict) and raw.get("id")
-        }
+        """The server has no updated_at filter: one read of the scope (as the listing reads
+        it) gives every memory's version token, which memsync compares with the mirror's."""
+        return {memory_id: version_of(raw) for memory_id, raw in read_scope(self).rows.items()}
 
     def _get_all(self, top_k: int) -> list[Any]:
         # show_expired: expiry is not deletion. Servers from before 2026-06 ignore it and hide
@@ -145,7 +194,11 @@ class Mem0ServerProvider(Mem0HttpProvider):
         params = {**self.scope, "top_k": top_k, "show_expired": "true"}
         body = self.http.get("/memories", params=params)
         if isinstance(body, dict):
-            body = body.get("results")
+            if "results" not in body:
+                raise InvalidResponse(
+                    f"{self.name}: GET /memories answered an object without 'results'"
+                )
+            body = body["results"]
         return expect_list(self.name, body, "GET /memories")
 
     def _raw(self, provider_id: str) -> dict[str, Any] | None:
@@ -250,6 +303,18 @@ class Mem0ServerProvider(Mem0HttpProvider):
         )
 
 
+def _advice(auth: str, refresh_token_file: Path | None) -> str | None:
+    """What to do when the server refuses the credential (401), for each way of giving one."""
+    if auth == "bearer" and refresh_token_file is None:
+        return (
+            "a Mem0 server's bearer tokens expire 30 minutes after login: set "
+            'refresh_token_file so memsync renews them, or use an API key (auth = "api-key")'
+        )
+    if auth == "api-key":
+        return "give memsync the server's ADMIN_API_KEY or an API key from its dashboard (m0sk_...)"
+    return None
+
+
 def build(name: str, entry: Mem0ServerConfig, config: Config) -> Mem0ServerProvider:
     secret = resolve_secret(name, entry.api_key_env, entry.api_key_file)
     return Mem0ServerProvider(
@@ -261,4 +326,5 @@ def build(name: str, entry: Mem0ServerConfig, config: Config) -> Mem0ServerProvi
         timeout=entry.timeout,
         allow_insecure_http=entry.allow_insecure_http,
         concurrency=entry.concurrency,
+        refresh_token_file=entry.refresh_token_file,
     )

@@ -7,17 +7,23 @@ moves the count and ``updated_at``; an edit moves ``updated_at``; a delete moves
 (and ``updated_at`` back, when the newest went); an expiry moves nothing. A server past the
 scan cap answers a partial picture, which callers must not read as complete.
 
-One reader for scope discovery and for the change probe, so both check the answer the same
-way: a row without an id or type, or a count that is not a number, is an error naming the
-field, never "no entities".
+One reader for scope discovery, for listings past the 1,000 cap (a scope's count to check a
+search against) and for the change probe, so all check the answer the same way: a row without
+an id or type, or a count that is not a number, is an error naming the field, never "no
+entities". ``read_entities`` makes the call; ``EntityCensus`` says whether the answer can be
+complete: the scan saw every memory only if fewer than ``SCAN_LIMIT`` were there, and since a
+memory counts once under each id it carries, that is proven when the counts of all entities
+together stay below it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memsync.errors import InvalidResponse
+from memsync.errors import InvalidResponse, NotFound
+from memsync.providers.http.client import HttpClient
 from memsync.providers.http.shapes import expect_list
 
 SCAN_LIMIT = 10_000  # upstream's SCAN_LIMIT: /entities sees at most this many memories
@@ -62,3 +68,50 @@ def parse_entities(provider: str, body: Any) -> list[Entity]:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+@dataclass(frozen=True)
+class EntityCensus:
+    """One ``GET /entities`` answer, and whether it is provably the whole server."""
+
+    entities: tuple[Entity, ...]
+
+    @property
+    def counted(self) -> int:
+        """Memories counted over every entity (a memory with two ids counts twice)."""
+        return sum(e.total_memories for e in self.entities)
+
+    @property
+    def complete(self) -> bool:
+        """True when the scan provably saw every memory: fewer than SCAN_LIMIT were counted,
+        so fewer were scanned. Each memory carries at least one id (a write needs one)."""
+        return self.counted < SCAN_LIMIT
+
+    @property
+    def note(self) -> str | None:
+        if self.complete:
+            return None
+        return (
+            f"GET /entities scans at most {SCAN_LIMIT:,} memories and counted {self.counted:,} "
+            "(a memory counts once per id it carries), so it may not have seen them all"
+        )
+
+    def of_key(self, key: str) -> list[Entity]:
+        """The entities that fill scope key ``key`` (``user_id``: the users)."""
+        return [e for e in self.entities if e.scope_key == key]
+
+    def find(self, scope: Mapping[str, str]) -> Entity | None:
+        """The entity a one-key scope names (``{"user_id": "alice"}``), or None."""
+        if len(scope) != 1:
+            return None
+        ((key, value),) = scope.items()
+        return next((e for e in self.of_key(key) if e.id == value), None)
+
+
+def read_entities(http: HttpClient, provider: str) -> EntityCensus | None:
+    """``GET /entities`` checked, or None on a server without it (before 2026-04: 404)."""
+    try:
+        body = http.get("/entities")
+    except NotFound:
+        return None
+    return EntityCensus(tuple(parse_entities(provider, body)))

@@ -6,7 +6,11 @@ must prove it knows ``infer`` — from its OpenAPI schema, or, when that is hidd
 that cannot write (an invalid ``infer`` with no scope id: a server that knows the field answers
 422 about it; one that does not answers 400 for the missing id). Unproven means no writes.
 The same schema (or a ``top_k=1`` probe) proves ``top_k`` is honoured: a server that ignores it
-returns its own default page, and a listing from it is never called complete.
+returns its own default page, and a listing from it is never called complete. The schema also
+says whether the server has ``GET /entities`` (since 2026-04) and ``POST /search``; without a
+schema those stay unknown (None) and are found out by calling them.
+
+The schema is read once per provider and cycle (``server_session``), not once per scope.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ class ServerFeatures:
     top_k: bool | None
     how: str
     show_expired: bool | None = None  # lists expired memories when asked (since 2026-06)
+    entities: bool | None = None  # GET /entities (since 2026-04)
+    search: bool | None = None  # POST /search
 
 
 def features_from_openapi(http: HttpClient) -> ServerFeatures | None:
@@ -41,7 +47,10 @@ def features_from_openapi(http: HttpClient) -> ServerFeatures | None:
         return None
     if not isinstance(doc, dict):
         return None
-    paths = doc.get("paths", {}).get("/memories", {})
+    routes = doc.get("paths")
+    if not isinstance(routes, dict):
+        return None
+    paths = routes.get("/memories", {})
     if not isinstance(paths, dict) or "post" not in paths:
         return None
     try:
@@ -57,6 +66,8 @@ def features_from_openapi(http: HttpClient) -> ServerFeatures | None:
         top_k="top_k" in named,
         how="its OpenAPI schema",
         show_expired="show_expired" in named,
+        entities="get" in (routes.get("/entities") or {}),
+        search="post" in (routes.get("/search") or {}),
     )
 
 
