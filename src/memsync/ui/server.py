@@ -348,6 +348,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
+        if self.command == "POST" and not self.body_read:
+            # Refused before its body was read: this connection closes after the answer
+            # (do_POST), and the client must know, or it sends its next request into it.
+            self.send_header("Connection", "close")
         self._common_headers()
         self.end_headers()
         self.wfile.write(body)
