@@ -30,6 +30,7 @@ FIRST = [
     "bench.bench_scopes",
     "bench.bench_status_page",
     "bench.bench_live",
+    "bench.bench_dry_run",
 ]
 
 

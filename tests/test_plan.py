@@ -437,3 +437,65 @@ def test_copies_pair_oldest_first_within_a_provider() -> None:
     ]
     (adoption,) = pair_copies(copies, [], ["A"])
     assert (adoption.provider_id, adoption.link_id) == ("b1", "A:a-old")
+
+
+# A store that went back in time (rolled back): its older version, or its loss, is no change.
+# A holds v2 (agreed); B's store came back with v1, older than memsync saw there.
+
+
+def rolled(state: str, name: str = "B", *, base: str | None = "v2") -> Side:
+    if state == "gone":
+        return Side(None, base, rolled_back=True)
+    return Side(v(state, f"{name}-id"), base, rolled_back=True)
+
+
+@pytest.mark.parametrize("policy", ["error", "active", "newest", "keep-both"])
+@pytest.mark.parametrize("state", ["v1", "gone"])
+def test_a_rollback_is_copied_nowhere_whatever_the_policy(policy: str, state: str) -> None:
+    view = LinkView("m", {"A": side("v2", "A", base="v2"), "B": rolled(state)}, agreed="v2")
+    decision = plan_link(view, topo(policy=policy))
+    assert decision.blocked and decision.actions == [] and decision.winner is None
+    assert decision.conflict is not None and decision.conflict.rolled_back == "B"
+    assert decision.conflict.winner is None  # left open for the user, never settled by policy
+    assert [c.provider for c in decision.conflict.changes] == ["B", "A"]
+
+
+def test_keeping_the_rolled_back_store_takes_its_older_version_everywhere() -> None:
+    sides = {"A": side("v2", "A", base="v2"), "B": rolled("v1")}
+    decision = plan_link(LinkView("m", sides, agreed="v2", forced_winner="B"), topo())
+    assert actions(decision) == {("update", "A", "B")} and decision.agreed == "v1"
+    assert decision.settled_rollbacks == ["B"]
+
+
+def test_keeping_the_other_side_writes_the_agreed_version_back() -> None:
+    sides = {"A": side("v2", "A", base="v2"), "B": rolled("v1")}
+    decision = plan_link(LinkView("m", sides, agreed="v2", forced_winner="A"), topo())
+    assert actions(decision) == {("update", "B", "A")} and decision.agreed == "v2"
+    assert decision.settled_rollbacks == ["B"]
+
+
+def test_a_memory_lost_in_a_rollback_is_deleted_only_when_the_user_says_so() -> None:
+    sides = {"A": side("v2", "A", base="v2"), "B": rolled("gone")}
+    back = plan_link(LinkView("m", sides, agreed="v2", forced_winner="A"), topo())
+    assert actions(back) == {("create", "B", "A")}
+    gone = plan_link(LinkView("m", sides, agreed="v2", forced_winner="B"), topo())
+    assert actions(gone) == {("delete", "A", None)} and gone.deleted
+
+
+def test_a_rollback_that_holds_the_agreed_version_again_is_settled() -> None:
+    sides = {"A": side("v2", "A", base="v2"), "B": Side(v("v2", "B-id"), "v1", rolled_back=True)}
+    decision = plan_link(LinkView("m", sides, agreed="v2"), topo())
+    assert not decision.blocked and decision.actions == []
+    assert decision.settled_rollbacks == ["B"]
+
+
+def test_a_rollback_in_a_store_out_this_cycle_holds_nothing_else_back() -> None:
+    sides = {
+        "A": side("v2", "A", base="v1"),
+        "B": rolled("v1", base="v1"),
+        "C": side("same", "C", base="v1"),
+    }
+    view = LinkView("m", sides, agreed="v1")
+    decision = plan_link(view, topo(unavailable=("B",), C="push"))
+    assert not decision.blocked and actions(decision) == {("update", "C", "A")}
+    assert decision.settled_rollbacks == []  # still B's to settle when it is back

@@ -1,11 +1,12 @@
 """Properties of the pure planner over random memories and topologies (Hypothesis).
 
-The table in test_plan.py pins hand-picked cases; these check three rules on every shape:
+The table in test_plan.py pins hand-picked cases; these check four rules on every shape:
 
 - a decision, once carried out, leaves nothing to do: planning again yields no action;
 - nothing is written to a non-receiver or an unavailable provider, nothing is created where
   the listing was partial, and no delete is inferred from a partial listing;
-- modify beats delete, and equal fingerprints are never a conflict.
+- modify beats delete, and equal fingerprints are never a conflict;
+- what a store that went back in time holds is copied nowhere, its losses delete nothing.
 """
 
 from __future__ import annotations
@@ -141,3 +142,31 @@ def test_modify_beats_delete_and_equal_fingerprints_never_conflict(
         assert not any(a.kind == "delete" and a.link_id == view.link_id for a in decision.actions)
     if len(edits) <= 1:
         assert decision.conflict is None, "equal fingerprints made a conflict"
+
+
+@st.composite
+def views_with_rollbacks(draw: st.DrawFn) -> LinkView:
+    view = draw(views())
+    flagged = draw(st.sets(st.sampled_from(sorted(view.sides))))
+    sides = {p: replace(s, rolled_back=p in flagged) for p, s in view.sides.items()}
+    return replace(view, sides=sides)
+
+
+@settings(max_examples=600, deadline=None)
+@given(views_with_rollbacks(), topologies())
+def test_what_a_rolled_back_store_holds_is_copied_nowhere_and_its_losses_delete_nothing(
+    view: LinkView, topology: Topology
+) -> None:
+    decision = plan_link(view, topology)
+    available = {p: s for p, s in view.sides.items() if p not in topology.unavailable}
+    older = {s.current.fingerprint for s in available.values() if s.rolled_back and s.current} - {
+        view.agreed
+    }
+    assert not (decision.actions and decision.agreed in older), decision
+    for action in decision.actions:
+        source = available.get(action.source) if action.source else None
+        if source is not None and source.rolled_back:  # only as a holder of the agreed version
+            assert source.current is not None and source.current.fingerprint == view.agreed
+    lost = any(s.rolled_back and s.current is None for s in available.values())
+    if lost and view.agreed is not None and not view.agreed_deleted:
+        assert not any(a.kind == "delete" for a in decision.actions), decision

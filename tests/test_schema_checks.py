@@ -76,15 +76,11 @@ def test_an_upgraded_v1_database_keeps_every_row(tmp_path: Path) -> None:
 
 
 def written_before_the_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
-    """A staging database one schema before the checks that today's engine wrote: creates, updates and a delete
-    replayed, a conflict chosen by hand and one left open, verify results both ways.
-
-    Today's engine also uses the tables later migrations add: they are made too, and their
-    versions then taken off the record (they only add tables, IF NOT EXISTS, so the upgrade
-    runs them again harmlessly)."""
-    monkeypatch.setattr(
-        store_module, "MIGRATIONS", tuple(m for m in MIGRATIONS if m.version != CHECKED)
-    )
+    """A staging database one schema before the checks holding what today's engine wrote:
+    creates, updates and a delete replayed, a conflict chosen by hand and one left open,
+    verify results both ways. Today's engine needs today's schema (migrations after the
+    checks add tables it uses), so it writes a current database whose rows are then copied,
+    column for column, into one made by the migrations before the checks."""
     world = World(tmp_path, {"mem0": "both", "mnem": "both"}, "mnem", conflict="error")
     mem0 = world.providers["mem0"]
     kept, edited, dropped = (mem0.app_add(t) for t in ("likes tea", "likes jazz", "likes rain"))
@@ -104,14 +100,58 @@ def written_before_the_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
                 choose_winner(store, store.conflicts.waiting()[0].id, "mnem")
             assert world.sync().exit_code == 0
     with StagingStore.open(world.db_path) as store:
-        store.conn.execute("DELETE FROM schema_migrations WHERE version > ?", (CHECKED,))
-        assert store.schema_version() == CHECKED - 1
         record_verify(store, "mem0", "mnem", VerifyReport("mem0", "mnem"))
         record_verify(store, "mem0", "mnem", None, "the listing of mem0 was partial")
         # The outbox forgets finished actions: the newest id is gone, its number stays taken.
         store.conn.execute("DELETE FROM outbox WHERE id = (SELECT MAX(id) FROM outbox)")
-    monkeypatch.undo()
+    _as_schema_before_the_checks(world.db_path, monkeypatch)
     return world
+
+
+def _as_schema_before_the_checks(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replace the database at PATH by one of the schema before the checks, same rows."""
+    old = path.with_name("before-the-checks.db")
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            store_module, "MIGRATIONS", tuple(m for m in MIGRATIONS if m.version < CHECKED)
+        )
+        patch.setattr(store_module, "LATEST", CHECKED - 1)
+        StagingStore.open(old).close()
+    conn = sqlite3.connect(old)
+    try:
+        conn.execute("ATTACH DATABASE ? AS today", (str(path),))
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT IN ('sqlite_sequence', 'schema_migrations')"
+            )
+        ]
+        for table in tables:
+            columns = ", ".join(r[1] for r in conn.execute(f"PRAGMA main.table_info({table})"))
+            conn.execute(
+                f"INSERT INTO main.{table} ({columns}) SELECT {columns} FROM today.{table}"
+            )
+        conn.execute("DELETE FROM main.sqlite_sequence")
+        conn.execute("INSERT INTO main.sqlite_sequence SELECT * FROM today.sqlite_sequence")
+        conn.commit()
+        conn.execute("DETACH DATABASE today")
+    finally:
+        conn.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    old.rename(path)
+
+
+def kept(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """AFTER as BEFORE's tables and columns: what later migrations add is new, not kept."""
+    rows = {
+        table: sorted(
+            ({c: row[c] for c in (rows[0] if rows else {})} for row in after["rows"][table]),
+            key=lambda r: repr(r),
+        )
+        for table, rows in before["rows"].items()
+    }
+    return {**after, "rows": rows, "indexes": after["indexes"] & before["indexes"]}
 
 
 def test_a_database_written_by_todays_code_keeps_every_row_and_id(
@@ -130,9 +170,9 @@ def test_a_database_written_by_todays_code_keeps_every_row_and_id(
     with StagingStore.open(world.db_path) as store:
         assert store.schema_version() == LATEST
     after = snapshot(world.db_path)
-    added = {table for table in after["rows"] if table not in before["rows"]}
-    assert all(after["rows"][table] == [] for table in added)  # later migrations' new tables
-    assert {**after, "rows": {t: r for t, r in after["rows"].items() if t not in added}} == before
+    assert kept(before, after) == before
+    assert before["indexes"] <= after["indexes"]
+    assert all(not after["rows"][t] for t in set(after["rows"]) - set(before["rows"]))
 
     # And the upgraded database carries on: the open conflict is still there to resolve.
     with StagingStore.open(world.db_path) as store:

@@ -44,6 +44,28 @@ def test_switch_rewrites_only_active_and_syncs_around_the_new_backend(
     assert verified.exit_code == 0 and "reconciled" in verified.output
 
 
+def test_switch_says_it_syncs_around_the_old_backend_first_as_it_happens(
+    cli: Any, home: Path, tmp_path: Path
+) -> None:
+    write_config(home, CONFIG.format(home=home))
+    backup = pmm_file(
+        tmp_path / "in.pmm.jsonl",
+        {"id": "m1", "content": "likes tea"},
+        {"id": "m2", "content": "works at Acme"},
+    )
+    assert cli("import", str(backup), "--into", "notes").exit_code == 0  # not synced yet
+    result = cli("switch", "copy")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    first = lines.index(
+        "1/2: syncing around notes (the active backend now) first, so nothing pending is lost"
+    )
+    second = lines.index(
+        "2/2: that cycle wrote 2; [sync] active = 'copy' in the config now; syncing around copy"
+    )
+    assert first == 0 and second > first
+
+
 def test_switching_to_the_active_backend_runs_nothing(cli: Any, home: Path) -> None:
     config = write_config(home, CONFIG.format(home=home))
     result = cli("switch", "notes")

@@ -419,6 +419,18 @@ class UiConfig(_Strict):
         return self
 
 
+class VerifyConfig(_Strict):
+    """Scheduled verify: the daemon runs `verify` over every linked pair and scope this often;
+    off unless ``interval`` is set."""
+
+    interval: float | None = None
+
+    @field_validator("interval", mode="before")
+    @classmethod
+    def _interval(cls, value: Any) -> float | None:
+        return None if value is None else parse_duration(value)
+
+
 class MetricsConfig(_Strict):
     """/metrics on the status page's server: labels per configured provider, per scope too
     only when asked (a team of thousands of scopes would be thousands of series each)."""
@@ -431,6 +443,7 @@ class Config(_Strict):
     backup: BackupConfig = BackupConfig()
     pmm: PmmConfig = PmmConfig()
     ui: UiConfig = UiConfig()
+    verify: VerifyConfig = VerifyConfig()
     metrics: MetricsConfig = MetricsConfig()
     providers: dict[str, ProviderConfig]
 

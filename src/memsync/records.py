@@ -211,6 +211,9 @@ class Outgoing:
     created_at: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
     expiration_date: str | None = None
+    # When the source last changed it (its own updated_at), for stores that keep the date
+    # beside the memory (a PMM backup); None when the source does not know it (mnem).
+    updated_at: str | None = None
 
     def __post_init__(self) -> None:
         self.metadata = user_metadata(self.metadata)
@@ -233,6 +236,7 @@ class Outgoing:
             created_at=record.created_at,
             provenance=dict(record.provenance),
             expiration_date=record.expiration_date,
+            updated_at=record.updated_at,
         )
 
     @property

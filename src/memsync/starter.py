@@ -20,6 +20,9 @@ interval = "1h"            # PMM snapshot of every provider's memories
 keep = 24                  # newest snapshots kept
 # gzip = false
 
+# [verify]
+# interval = "1d"            # the daemon verifies every linked pair; status shows FAILED in red
+
 # [pmm]
 # max_content_bytes = 1048576  # records with more content are rejected on import
 

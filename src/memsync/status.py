@@ -11,13 +11,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from memsync.config import Config, load_config
 from memsync.daemon.backups import newest_backups
+from memsync.dream import MERGED, Dream
 from memsync.errors import MemsyncError
 from memsync.exclude import Exclusion
 from memsync.output import print_table, stdout
 from memsync.paths import Paths
-from memsync.records import parse_instant
+from memsync.records import is_expired, parse_instant
 from memsync.scopes import Scope
 from memsync.staging import StagingStore
 from memsync.sync.conflicts import list_conflicts
@@ -33,6 +36,7 @@ def collect_status(paths: Paths) -> dict[str, Any]:
         "providers": {},
         "outbox": {"pending": 0, "failed": 0, "dead": 0},
         "conflicts": {"open": 0},
+        "rollbacks": {},  # provider -> memories it went back in time on, not settled yet
         "last_run": None,
         "last_backup": _last_backup(paths.backups_dir),
         "backups": newest_backups(paths.backups_dir),
@@ -51,10 +55,12 @@ def collect_status(paths: Paths) -> dict[str, Any]:
     except MemsyncError as exc:
         report["config"]["error"] = str(exc)
     report["cutover"] = []
+    report["verify"] = {"interval": None, "pairs": [], "failing": 0}
     for name, info in configured.items():
         report["providers"][name] = {
             **info,
             "records": 0,
+            "hidden": 0,
             "scopes": {},
             "last_cycle": None,
             "state": None,
@@ -66,6 +72,7 @@ def collect_status(paths: Paths) -> dict[str, Any]:
                 _from_store(store, report)
                 if config is not None:
                     report["cutover"] = cutover_readiness(store, config)
+                    report["verify"] = verify_summary(report["cutover"], config)
         except MemsyncError as exc:
             report["database"]["error"] = str(exc)
     return report
@@ -80,6 +87,7 @@ def _provider_entry(report: dict[str, Any], name: str) -> dict[str, Any]:
         report["providers"][name] = {
             "configured": False,
             "records": 0,
+            "hidden": 0,
             "scopes": {},
             "last_cycle": None,
             "state": None,
@@ -89,12 +97,46 @@ def _provider_entry(report: dict[str, Any], name: str) -> dict[str, Any]:
     return entry
 
 
+# Stores that stop serving a memory once its date has passed: Mem0 hides it from default
+# reads, mnem and Hindsight hold memsync's tombstone. Cognee cannot hold expiry (it keeps
+# serving them) and a PMM backup keeps everything.
+HIDES_EXPIRED = frozenset({"mem0-oss", "mem0-server", "mem0-platform", "mnem", "hindsight"})
+
+
+def _hidden(dated: Any) -> str | None:
+    """Why a store does not serve these records although memsync keeps them, if it does not:
+    "expired", or "retired" (by Dream: mnem holds memsync's tombstone of a superseded or
+    merged memory, the Platform hides a merged one from default reads)."""
+    if dated.type in HIDES_EXPIRED and is_expired(dated.expiration_date):
+        return "expired"
+    dream = Dream.of({"lifecycle_state": dated.lifecycle_state, "replaced_by": dated.replaced_by})
+    if dated.type == "mnem" and dream.retired:
+        return "retired"
+    if dated.type == "mem0-platform" and dream.lifecycle_state == MERGED:
+        return "retired"
+    return None
+
+
 def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
     counts = store.status_counts
     for count in counts.records_by_scope():
         entry = _provider_entry(report, count.provider)
         entry["records"] += count.records
         entry["scopes"][count.scope_key] = count.records
+    for dated in counts.maybe_hidden_by_scope():
+        # Hidden is not deleted: the mirror keeps such a memory, its store no longer serves
+        # it. Counted apart, so "records" is what the store serves.
+        why = _hidden(dated)
+        if why is None:
+            continue
+        entry = _provider_entry(report, dated.provider)
+        entry["records"] -= dated.records
+        entry["scopes"][dated.scope_key] -= dated.records
+        entry["hidden"] = entry.get("hidden", 0) + dated.records
+        by_reason = entry.setdefault("hidden_by", {})
+        by_reason[why] = by_reason.get(why, 0) + dated.records
+        hidden = entry.setdefault("hidden_scopes", {})
+        hidden[dated.scope_key] = hidden.get(dated.scope_key, 0) + dated.records
     durations = _run_durations(store)
     for name, last_cycle in store.providers.last_cycles():
         entry = _provider_entry(report, name)
@@ -108,6 +150,9 @@ def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
         report["outbox"][outbox.state] += outbox.actions
     report["outbox"]["dead_actions"] = [action._asdict() for action in counts.dead_actions(20)]
     report["conflicts"]["open"] = store.conflicts.count_open()
+    report["rollbacks"] = store.rollbacks.counts()
+    for name, count in report["rollbacks"].items():
+        _provider_entry(report, name)["rolled_back"] = count
     run = store.runs.latest()
     if run:
         report["last_run"] = {
@@ -196,6 +241,20 @@ def cutover_readiness(store: StagingStore, config: Config) -> list[dict[str, Any
             }
         )
     return pairs
+
+
+def verify_summary(pairs: list[dict[str, Any]], config: Config) -> dict[str, Any]:
+    """The newest verify of each linked pair (scheduled or by hand), and how many fail."""
+    results = []
+    for pair in pairs:
+        found = pair.get("verify") or {}
+        failing = bool(found) and (bool(found.get("error")) or not found.get("reconciled"))
+        results.append({"a": pair["a"], "b": pair["b"], **found, "failing": failing})
+    return {
+        "interval": config.verify.interval,
+        "pairs": results,
+        "failing": sum(1 for r in results if r["failing"]),
+    }
 
 
 def _check(name: str, ok: bool, text: str) -> dict[str, Any]:
@@ -307,7 +366,7 @@ def render_status(report: dict[str, Any]) -> None:
                 name + _scope_note(info),
                 info.get("type", "?"),
                 info.get("direction", "?"),
-                info.get("records", 0),
+                _mirrored(info),
                 f"{_when(cycle.get('finished_at'))}" + (f" ({took})" if took else ""),
                 _cycle_state(cycle),
                 _counts(cycle),
@@ -338,6 +397,14 @@ def render_status(report: dict[str, Any]) -> None:
             markup=False,
         )
     stdout.print(f"conflicts: {report['conflicts']['open']} open", markup=False)
+    for name, count in sorted(report.get("rollbacks", {}).items()):
+        stdout.print(
+            f"rolled back in {name}: {count} memor{'y' if count == 1 else 'ies'} older than "
+            f"memsync saw there (restored? writes lost?); nothing copied until settled: "
+            f"`memsync conflicts`, `memsync resolve --rolled-back {name} --keep NAME`",
+            markup=False,
+        )
+    _render_verify(report.get("verify") or {})
     backup = report["last_backup"]
     stdout.print(
         f"last backup: {backup['path']}" if backup else "last backup: none yet", markup=False
@@ -363,6 +430,44 @@ def _excluded_line(name: str, info: dict[str, Any]) -> str | None:
             "deletes them: delete them there if unwanted)"
         )
     return line
+
+
+def _mirrored(info: dict[str, Any]) -> str:
+    """What the store serves, and apart, what it hides (expired, retired; kept, not deleted)."""
+    served = str(info.get("records", 0))
+    by_reason = info.get("hidden_by") or {}
+    if not info.get("hidden"):
+        return served
+    parts = [f"+{n} {why}" for why, n in sorted(by_reason.items())] or [f"+{info['hidden']}"]
+    return f"{served} ({', '.join(parts)}, hidden)"
+
+
+def _render_verify(summary: dict[str, Any]) -> None:
+    """Each linked pair's newest verify; one that does not hold is marked FAILED (red)."""
+    interval = summary.get("interval")
+    pairs = [p for p in summary.get("pairs", []) if p.get("at")]
+    if interval is None and not pairs:
+        return
+    every = f"every {_took(interval)}" if interval else "by hand only ([verify] interval unset)"
+    stdout.print(f"verify: {every}", markup=False)
+    for pair in summary.get("pairs", []):
+        names = f"{pair['a']} ↔ {pair['b']}"
+        if not pair.get("at"):
+            stdout.print(f"  {names}: never verified", markup=False)
+        elif pair.get("error"):
+            stdout.print(
+                f"  [red]FAILED[/red] {names}: could not verify at {_when(pair['at'])}: "
+                f"{escape(pair['error'])}"
+            )
+        elif not pair.get("reconciled"):
+            stdout.print(
+                f"  [red]FAILED[/red] {names}: {pair.get('differences', 0)} difference(s) at "
+                f"{_when(pair['at'])}; `memsync verify {escape(pair['a'])} {escape(pair['b'])}`"
+            )
+        else:
+            since = pair.get("changes_since") or 0
+            later = f", {since} change(s) since" if since else ""
+            stdout.print(f"  {names}: reconciled at {_when(pair['at'])}{later}", markup=False)
 
 
 def _scope_note(info: dict[str, Any]) -> str:
@@ -426,7 +531,8 @@ def _cycle_state(cycle: dict[str, Any]) -> str:
     if state == "ok":
         return "ok, complete" if cycle.get("complete") else "ok"
     if cycle.get("refused"):
-        return f"deletes refused: {cycle['refused']}"
+        gate = "rollbacks" if cycle.get("refused_by") == "rollbacks" else "deletes"
+        return f"{gate} refused: {cycle['refused']}"
     if state == "partial" or cycle.get("partial_reason"):
         return f"partial: {cycle.get('partial_reason') or 'listing incomplete'}"
     if state == "busy" or cycle.get("busy"):

@@ -11,10 +11,15 @@ import click
 
 from memsync.cli.common import App, parse_scope, pass_app
 from memsync.output import print_json, print_table
-from memsync.scopes import Scope
+from memsync.scopes import Scope, scoped_config_keys
 from memsync.scopes.views import log_in_scope
 from memsync.sync.journal import memory_history
-from memsync.sync.verify import verify_in_scope
+from memsync.sync.verify import (
+    ScopedVerifyReport,
+    VerifyReport,
+    verify_every_scope,
+    verify_in_scope,
+)
 
 
 @click.command()
@@ -52,31 +57,83 @@ def verify_command(app: App, a: str, b: str, as_json: bool, scope: Scope | None)
     """Prove providers A and B hold the same memories (text and user metadata, in scope).
 
     Every copy counts. A text both held before memsync linked them and then received from
-    each other (held twice each, in step) is reported as duplicated. Exits 0 when they are
-    reconciled, 1 with the list of differences otherwise.
+    each other (held twice each, in step) is reported as duplicated. A difference memsync's
+    own handling makes (an expired memory it forgot in a store without expiry, a memory
+    Mem0's Dream merged or superseded) is listed apart as explained and fails nothing.
+    Exits 0 when they are reconciled, 1 with the list of differences otherwise.
+
+    With wildcard scopes and no --scope, every scope is verified: one line each, a total,
+    exit 0 only when every scope holds; --json gives each scope's report.
     """
+    for name in (a, b):
+        app.config.provider(name)
+    if scope is None and scoped_config_keys(app.config.providers):
+        scoped = verify_every_scope(app.config, app.paths.database, a, b)
+        if as_json:
+            print_json(scoped.as_dict())
+        else:
+            _print_scoped_verify(scoped)
+        raise SystemExit(0 if scoped.reconciled else 1)
     report = verify_in_scope(app.config, app.paths.database, a, b, scope)
     if as_json:
         print_json(report.as_dict())
     else:
-        click.echo(f"{report.a}: {report.count_a} memories, {report.b}: {report.count_b} memories")
-        if report.reconciled:
-            click.echo("reconciled: both hold the same memories")
-        for diff in report.differences[:100]:
-            times = f" (x{diff.count})" if diff.count > 1 else ""
-            meta = f" {json.dumps(diff.metadata, ensure_ascii=False)}" if diff.metadata else ""
-            click.echo(f"only in {diff.only_in}{times}: {diff.content!r}{meta}")
-        if len(report.differences) > 100:
-            click.echo(f"... and {len(report.differences) - 100} more (use --json)")
-        for dup in report.duplicated[:100]:
-            counts = ", ".join(f"{n} x{c}" for n, c in dup.copies.items())
-            click.echo(
-                f"duplicated ({counts}): {dup.content!r}: each side held it as its own and "
-                "got the other's copy too"
-            )
-        if len(report.duplicated) > 100:
-            click.echo(f"... and {len(report.duplicated) - 100} more duplicated (use --json)")
+        _print_verify(report)
     raise SystemExit(0 if report.reconciled else 1)
+
+
+def _print_verify(report: VerifyReport) -> None:
+    click.echo(f"{report.a}: {report.count_a} memories, {report.b}: {report.count_b} memories")
+    if report.reconciled:
+        click.echo("reconciled: both hold the same memories")
+    for diff in report.differences[:100]:
+        times = f" (x{diff.count})" if diff.count > 1 else ""
+        meta = f" {json.dumps(diff.metadata, ensure_ascii=False)}" if diff.metadata else ""
+        click.echo(f"only in {diff.only_in}{times}: {diff.content!r}{meta}")
+    if len(report.differences) > 100:
+        click.echo(f"... and {len(report.differences) - 100} more (use --json)")
+    for dup in report.duplicated[:100]:
+        counts = ", ".join(f"{n} x{c}" for n, c in dup.copies.items())
+        click.echo(
+            f"duplicated ({counts}): {dup.content!r}: each side held it as its own and "
+            "got the other's copy too"
+        )
+    if len(report.duplicated) > 100:
+        click.echo(f"... and {len(report.duplicated) - 100} more duplicated (use --json)")
+    for item in report.explained[:100]:
+        times = f" (x{item.count})" if item.count > 1 else ""
+        click.echo(f"explained, only in {item.only_in}{times}: {item.content!r}: {item.reason}")
+    if len(report.explained) > 100:
+        click.echo(f"... and {len(report.explained) - 100} more explained (use --json)")
+
+
+def _print_scoped_verify(scoped: ScopedVerifyReport) -> None:
+    for outcome in scoped.scopes:
+        label, report = outcome.scope.label, outcome.report
+        if report is None:
+            click.echo(f"{label}: could not verify: {outcome.error}")
+            continue
+        counts = f"{report.a}: {report.count_a}, {report.b}: {report.count_b}"
+        explained = sum(e.count for e in report.explained)
+        note = f"; {explained} explained" if explained else ""
+        if report.reconciled:
+            click.echo(f"{label}: reconciled ({counts}{note})")
+        else:
+            what = f"{report.difference_count} difference(s)"
+            if report.duplicated:
+                what += f", {len(report.duplicated)} duplicated"
+            click.echo(f"{label}: {what} ({counts}{note})")
+    totals = scoped.totals()
+    click.echo(
+        f"{totals['scopes']} scope(s): {totals['reconciled']} reconciled, "
+        f"{totals['differing']} with differences, {totals['errors']} could not be verified"
+        + (f"; {totals['explained']} explained" if totals["explained"] else "")
+    )
+    if not scoped.reconciled:
+        click.echo(
+            f"`memsync verify {scoped.a} {scoped.b} --scope KEY=VALUE` lists one scope's "
+            "differences"
+        )
 
 
 # --- journal -------------------------------------------------------------------------------

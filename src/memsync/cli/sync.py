@@ -8,7 +8,7 @@ import click
 from memsync.cli.common import App, pass_app
 from memsync.output import print_json, progress_bar
 from memsync.scopes.report import ScopedCycleReport
-from memsync.sync.conflicts import choose_winner, list_conflicts
+from memsync.sync.conflicts import choose_winner, list_conflicts, settle_rollbacks
 from memsync.sync.repair import rebuild_staging
 from memsync.sync.report import CycleReport, SyncOptions
 from memsync.sync.runner import run_sync
@@ -33,6 +33,8 @@ def _print_cycle(report: CycleReport) -> None:
             )
             if mirror.skipped:
                 line += f", skipped {len(mirror.skipped)}"
+        if mirror and mirror.rolled_back:
+            line += f", rolled back {mirror.rolled_back}"
         if outcome.adopted:
             line += f", {'would adopt' if report.dry_run else 'adopted'} {outcome.adopted}"
         if outcome.written or outcome.failed:
@@ -58,7 +60,16 @@ def _print_cycle(report: CycleReport) -> None:
         if report.planned_total > 50:
             click.echo(f"  ... and {report.planned_total - 50} more (--json lists up to 1000)")
     for conflict in report.conflicts:
-        if conflict.state == "open":
+        if conflict.rolled_back and conflict.state == "open":
+            others = [p for p in conflict.providers if p != conflict.rolled_back]
+            keep_other = f", `--keep {others[0]}` writes the newer one back" if others else ""
+            click.echo(
+                f"conflict #{conflict.id} on {conflict.link_id}: rolled back in "
+                f"{conflict.rolled_back} (it went back to an older state than memsync saw "
+                f"there); nothing copied. `memsync resolve {conflict.id} --keep "
+                f"{conflict.rolled_back}` takes that everywhere{keep_other}"
+            )
+        elif conflict.state == "open":
             click.echo(
                 f"conflict #{conflict.id} on {conflict.link_id} between "
                 f"{', '.join(conflict.providers)}: open; `memsync resolve "
@@ -79,7 +90,11 @@ def _print_cycle(report: CycleReport) -> None:
 
 @click.command()
 @click.option("--provider", "only", multiple=True, help="Sync only this provider (repeatable).")
-@click.option("--dry-run", is_flag=True, help="Print the plan; write nothing to any provider.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the plan; change nothing (not even what memsync records of the providers).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the cycle report as JSON.")
 @click.option("--force-delete", is_flag=True, help="Confirm deletes a safety gate refused.")
 @click.option("--full", is_flag=True, help="List incremental providers in full this time.")
@@ -105,17 +120,17 @@ def sync(
     """Run one sync cycle: mirror, plan, replay.
 
     Exits 0 when every provider is reconciled, 1 when a write failed, a store was busy or a
-    conflict is open, 5 when a provider could not be read or reached (each failure is printed
-    once, on one line), 6 when a safety gate refused deletes.
+    conflict is open (a rollback too), 5 when a provider could not be read or reached (each
+    failure is printed once, on one line), 6 when a safety gate refused deletes or rollbacks.
 
     \b
-    --json prints: providers.NAME.{state, listed, added, changed, removed,
-    skipped[{id, reason}], complete, partial_reason, refused, written, failed, adopted},
-    actions[{action (create, update, delete, adopt), memory, provider, from}],
+    --json prints: providers.NAME.{state, listed, added, changed, removed, rolled_back,
+    skipped[{id, reason}], complete, partial_reason, refused, refused_by, written, failed,
+    adopted}, actions[{action (create, update, delete, adopt), memory, provider, from}],
     replayed{create, update, delete},
     failures[{provider, action, link_id, error, dead}],
     provider_failures[{provider, reason, scopes, exit_code, line}], conflicts[{id, link_id,
-    providers, policy, winner, state}], refusals{NAME: why}, exit_code.
+    providers, policy, winner, state, rolled_back}], refusals{NAME: why}, exit_code.
     With wildcard scopes, providers are named NAME[KEY=VALUE] and the report adds
     scopes{KEY=VALUE: {scope, state, discovered, providers, error}} and
     discovery{NAME: {state, scopes, complete, note, error}}.
@@ -151,12 +166,12 @@ def sync(
 def switch(app: App, name: str) -> None:
     """Make NAME the active backend (re-centre the star).
 
-    Runs a cycle around the current active backend first so nothing pending is lost, rewrites
-    `[sync] active` in the config, then runs a cycle around NAME. Links survive: no memory is
-    duplicated or lost.
+    Runs a cycle around the current active backend first so nothing pending is lost (it
+    writes whatever is still pending, and says so as it starts), rewrites `[sync] active` in
+    the config, then runs a cycle around NAME. Links survive: no memory is duplicated or lost.
     """
     try:
-        switched = switch_active(app.paths, app.config, name)
+        switched = switch_active(app.paths, app.config, name, announce=_announce_step)
     except SwitchRefused as refused:
         _print_cycle(refused.before)
         raise
@@ -166,6 +181,10 @@ def switch(app: App, name: str) -> None:
     _print_cycle(switched.after)
     click.echo(f"switched: {name} is now the active backend (was {switched.previous})")
     raise SystemExit(switched.after.exit_code)
+
+
+def _announce_step(line: str) -> None:
+    click.echo(line)
 
 
 # --- conflicts -----------------------------------------------------------------------------
@@ -186,24 +205,61 @@ def conflicts(app: App, show_all: bool, as_json: bool) -> None:
         click.echo("no conflicts")
         return
     for row in rows:
+        kind = (
+            f"rolled back in {row['rolled_back']}"
+            if row.get("rolled_back")
+            else f"policy {row['policy']}"
+        )
         click.echo(
-            f"#{row['id']} {row['link_id']} [{row['state']}, policy {row['policy']}]"
+            f"#{row['id']} {row['link_id']} [{row['state']}, {kind}]"
             + (f" kept {row['winner']}" if row["winner"] else "")
         )
         for provider, version in row["versions"].items():
+            if version.get("gone"):
+                click.echo(f"  {provider}: (gone from {provider}: lost when it went back in time)")
+                continue
             click.echo(f"  {provider}: {version['content']!r} (updated {version['updated_at']})")
 
 
 @click.command()
-@click.argument("conflict_id", type=int)
+@click.argument("conflict_id", type=int, required=False)
 @click.option("--keep", "keep", required=True, help="The provider whose version wins.")
+@click.option(
+    "--rolled-back",
+    "rolled_back",
+    metavar="NAME",
+    help="Settle every memory NAME went back in time on (instead of one CONFLICT_ID).",
+)
 @click.option("--no-sync", is_flag=True, help="Record the choice; apply it at the next cycle.")
 @pass_app
-def resolve(app: App, conflict_id: int, keep: str, no_sync: bool) -> None:
-    """Settle a conflict: keep NAME's version everywhere (the other stays in the journal)."""
+def resolve(
+    app: App, conflict_id: int | None, keep: str, rolled_back: str | None, no_sync: bool
+) -> None:
+    """Settle a conflict: keep NAME's version everywhere (the other stays in the journal).
+
+    \b
+    A store that went back in time (a restore, lost writes) holds its memories as rolled back:
+      memsync resolve --rolled-back server --keep server   # its older versions everywhere
+      memsync resolve --rolled-back server --keep mnem     # mnem's newer ones back into it
+    """
+    if (conflict_id is None) == (rolled_back is None):
+        raise click.UsageError("give one CONFLICT_ID, or --rolled-back NAME")
     with app.store() as store:
-        choose_winner(store, conflict_id, keep)
-    click.echo(f"conflict #{conflict_id}: keeping {keep}'s version")
+        if rolled_back is not None:
+            settled = settle_rollbacks(store, rolled_back, keep, policy=app.config.sync.conflict)
+        else:
+            assert conflict_id is not None
+            choose_winner(store, conflict_id, keep)
+    if rolled_back is not None:
+        left = (
+            f"; {len(settled.left)} left open ({keep} holds none of them)" if settled.left else ""
+        )
+        click.echo(
+            f"{settled.settled} rolled-back memories in {rolled_back}: "
+            f"keeping {keep}'s version{left}"
+        )
+    else:
+        click.echo(f"conflict #{conflict_id}: keeping {keep}'s version")
     if not no_sync:
         report = run_sync(app.paths, app.config, SyncOptions())
         _print_cycle(report)

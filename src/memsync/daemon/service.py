@@ -35,6 +35,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from memsync.config import Config, load_config
+from memsync.daemon import scheduled_verify
 from memsync.daemon.backups import last_backup_time, take_backups
 from memsync.daemon.folded_runs import FoldedRuns
 from memsync.daemon.logging import Redactor, secrets_in
@@ -142,6 +143,7 @@ class Daemon:
             id="backup",
             next_run_time=self._first_backup_time(now),
         )
+        scheduled_verify.install(self.scheduler, self._verify_job, self.paths, config, now)
         self.live = Live(self.paths, config, self.stop, guard=self._guarded)
         self.live.start()  # before the first sync, which keeps what the probes answer
         self.scheduler.start()
@@ -273,10 +275,12 @@ class Daemon:
         log.log(logging.INFO if report.exit_code == 0 else logging.WARNING, "%s", line)
         for name, outcome in report.providers.items():
             if outcome.mirror and outcome.mirror.refused:
-                log.warning(
-                    "sync #%d: %s: deletes REFUSED: %s; confirm with `memsync sync --force-delete`",
+                gate = "rollbacks" if outcome.mirror.refused_by == "rollbacks" else "deletes"
+                log.warning(  # the reason says how to confirm or settle it
+                    "sync #%d: %s: %s REFUSED: %s",
                     report.run_id,
                     name,
+                    gate,
                     outcome.mirror.refused,
                 )
         for failure in report.provider_failures():  # one line each (sync/failures.py)
@@ -313,6 +317,14 @@ class Daemon:
                     outcome.path,
                     removed,
                 )
+
+    @property
+    def _verify_job(self) -> Callable[[], None]:
+        """The scheduled verify (``daemon/scheduled_verify.py``), counted like every job."""
+        return self._guarded(
+            "verify",
+            lambda: scheduled_verify.verify_job(self.paths, lambda: self.config, self.stop),
+        )
 
     def _run_soon(self, job_id: str) -> None:
         """Run a job now, unless the scheduler is shutting down or the job is gone."""
@@ -377,6 +389,7 @@ class Daemon:
             self.scheduler.reschedule_job(
                 "backup", trigger=IntervalTrigger(seconds=new.backup.interval, timezone=UTC)
             )
+        scheduled_verify.reconfigure(self.scheduler, self._verify_job, self.paths, old, new)
         if new != old:
             if self.live is not None:
                 self.live.reconfigure(new)

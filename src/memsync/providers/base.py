@@ -47,6 +47,10 @@ class Capabilities:
     # fingerprint is unchanged (it is taken over the normalised text, records.normalise_text),
     # so an altering store never looks edited and is never rewritten.
     text_on_write: Literal["exact", "strip", "lf"] = "exact"
+    # Every write the store accepts gives the memory a newer updated_at (Mem0, every kind):
+    # a version older than one it showed before means the store went back in time (a
+    # restore, lost writes), and the mirror holds it as a rollback instead of an edit.
+    ordered_updates: bool = False
 
 
 def stored_text(capabilities: Capabilities, text: str) -> str:

@@ -210,7 +210,7 @@ class PmmDirProvider(Provider):
                 metadata=dict(op.item.metadata),
                 scope_key=self.fixed_scope or op.item.scope_key or scope,
                 created_at=op.item.created_at or created_at or now,
-                updated_at=now,
+                updated_at=op.item.updated_at,  # the source's, never the time of the sync
                 provenance=dict(op.item.provenance),
                 origin=op.item.origin,
                 expiration_date=op.item.expiration_date,

@@ -70,8 +70,20 @@ def run_scoped_cycle(
 
     ``on_release(name)`` runs just before a scope's cycle releases a provider it opened, and
     ``on_scope_done(scope, report)`` as each scope's cycle ends (the daemon's watcher notes
-    what memsync left in each store, ``scopes/triggers.py``).
+    what memsync left in each store, ``scopes/triggers.py``). A dry run runs on a scratch copy
+    of the staging store (see ``Engine.run_cycle``).
     """
+    if options.dry_run and not store.scratch:
+        with store.scratch_copy() as scratch:
+            return run_scoped_cycle(
+                config,
+                scratch,
+                bases,
+                options,
+                only_scopes=only_scopes,
+                on_release=on_release,
+                on_scope_done=on_scope_done,
+            )
     run_id = start_shared_run(store, options)
     report = ScopedCycleReport(run_id, options.dry_run, utc_now_iso())
     binder = ScopeBinder(config, bases)

@@ -37,6 +37,11 @@ def fold_scopes(report: dict[str, Any]) -> None:
         entry["scopes"] = {r["scope_label"]: r.get("records", 0) for r in rows}
         entry["scope_count"] = len(rows)
         entry["records"] = sum(r.get("records", 0) for r in rows)
+        entry["hidden"] = sum(r.get("hidden", 0) for r in rows)
+        rolled_back = sum(r.get("rolled_back", 0) for r in rows)
+        if rolled_back:
+            entry["rolled_back"] = rolled_back
+        entry["hidden_scopes"] = {r["scope_label"]: r["hidden"] for r in rows if r.get("hidden")}
         entry["last_cycle"] = _folded_cycle([r["last_cycle"] for r in rows if r.get("last_cycle")])
 
 

@@ -28,10 +28,11 @@ class ConflictRow:
     created_at: str
     resolved_at: str | None
     resolution: str | None
+    rolled_back: str | None = None  # a rollback: the store that went back in time
 
     @classmethod
     def from_row(cls, row: sqlite3.Row | tuple[Any, ...]) -> ConflictRow:
-        return cls(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6]), *row[7:10])
+        return cls(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6]), *row[7:11])
 
     def as_dict(self) -> dict[str, Any]:
         """The conflict as `memsync conflicts --json` prints it (columns in table order)."""
@@ -46,16 +47,17 @@ class ConflictRow:
             "created_at": self.created_at,
             "resolved_at": self.resolved_at,
             "resolution": self.resolution,
+            "rolled_back": self.rolled_back,
         }
 
 
 _COLUMNS_WAITING = (
     "SELECT id, link_id, run_id, policy, state, winner, versions, created_at, resolved_at, "
-    "resolution FROM conflicts WHERE state != 'resolved' ORDER BY id"
+    "resolution, rolled_back FROM conflicts WHERE state != 'resolved' ORDER BY id"
 )
 _COLUMNS_ALL = (
     "SELECT id, link_id, run_id, policy, state, winner, versions, created_at, resolved_at, "
-    "resolution FROM conflicts ORDER BY id"
+    "resolution, rolled_back FROM conflicts ORDER BY id"
 )
 
 
@@ -78,7 +80,7 @@ class Conflicts:
     def get(self, conflict_id: int) -> ConflictRow | None:
         row = self.conn.execute(
             "SELECT id, link_id, run_id, policy, state, winner, versions, created_at, "
-            "resolved_at, resolution FROM conflicts WHERE id = ?",
+            "resolved_at, resolution, rolled_back FROM conflicts WHERE id = ?",
             (conflict_id,),
         ).fetchone()
         return None if row is None else ConflictRow.from_row(row)
@@ -129,11 +131,13 @@ class Conflicts:
         winner: str | None,
         versions: str,
         now: str,
+        rolled_back: str | None = None,
     ) -> int:
-        """Record a conflict: open (no winner) or resolved by ``policy``; its id."""
+        """Record a conflict: open (no winner) or resolved by ``policy``; its id.
+        ``rolled_back``: the store that went back in time (a rollback, always open)."""
         cursor = self.conn.execute(
             "INSERT INTO conflicts (link_id, run_id, policy, state, winner, versions, created_at, "
-            "resolved_at, resolution) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "resolved_at, resolution, rolled_back) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 link_id,
                 run_id,
@@ -144,9 +148,28 @@ class Conflicts:
                 now,
                 now if winner else None,
                 "policy " + policy if winner else None,
+                rolled_back,
             ),
         )
         return int(cursor.lastrowid or 0)
+
+    def resolving_rolled_back(
+        self,
+        link_id: str,
+        run_id: int | None,
+        policy: str,
+        keep: str,
+        versions: str,
+        rolled_back: str,
+        now: str,
+    ) -> None:
+        """A rollback the user settled in bulk before any cycle recorded it as a conflict:
+        recorded as chosen (resolving), the next cycle writes KEEP's version."""
+        self.conn.execute(
+            "INSERT INTO conflicts (link_id, run_id, policy, state, winner, versions, created_at, "
+            "resolution, rolled_back) VALUES (?, ?, ?, 'resolving', ?, ?, ?, ?, ?)",
+            (link_id, run_id, policy, keep, versions, now, f"kept {keep} by hand", rolled_back),
+        )
 
     def mark_resolved(self, link_id: str, now: str) -> None:
         """The plan carried out the user's resolution of this memory's conflict."""

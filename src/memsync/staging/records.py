@@ -53,11 +53,14 @@ _VERSIONS = (
 
 
 class StagedVersion(NamedTuple):
-    """What the mirror holds of a record: enough to tell whether a listing changed it."""
+    """What the mirror holds of a record: enough to tell whether a listing changed it, and
+    the dates a new version is judged by (a created_at it lacks, an updated_at it rolls back)."""
 
     link_id: str
     fingerprint: str
     version: str | None
+    created_at: str | None = None
+    updated_at: str | None = None
 
 
 class StagedRef(NamedTuple):
@@ -127,12 +130,13 @@ class Records:
         found: dict[str, StagedVersion] = {}
         for start in range(0, len(ids), _CHUNK):
             cursor = self.conn.execute(
-                "SELECT provider_id, link_id, fingerprint, version FROM records "
+                "SELECT provider_id, link_id, fingerprint, version, created_at, updated_at "
+                "FROM records "
                 "WHERE provider = ? AND provider_id IN (SELECT value FROM json_each(?))",
                 (provider, json.dumps(ids[start : start + _CHUNK])),
             )
             for row in cursor:
-                found[row[0]] = StagedVersion(row[1], row[2], row[3])
+                found[row[0]] = StagedVersion(row[1], row[2], row[3], row[4], row[5])
         return found
 
     def kept_fields(self, provider: str, provider_id: str) -> KeptFields:
@@ -213,6 +217,7 @@ class Records:
         self.conn.execute("DELETE FROM records WHERE provider = ?", (provider,))
         self.conn.execute("DELETE FROM links WHERE provider = ?", (provider,))
         self.conn.execute("DELETE FROM cursors WHERE provider = ?", (provider,))
+        self.conn.execute("DELETE FROM rollbacks WHERE provider = ?", (provider,))
 
     def record_skipped(self, rows: Iterable[tuple[int, str, str, str, str]]) -> None:
         """(run id, provider, provider id, reason, at): records listed but not carried."""

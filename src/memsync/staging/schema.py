@@ -363,8 +363,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "excluded records: what a provider's exclude covers, never planned (memsync.exclude)",
         """
         -- Records a provider's exclude covers, listed or staged, with the memory key they are
-        -- (or would be) linked as: a memory with such a key is never planned. (IF NOT EXISTS:
-        -- tests/test_schema_checks.py makes it ahead of migration 5, as today's engine needs it.)
+        -- (or would be) linked as: a memory with such a key is never planned.
         CREATE TABLE IF NOT EXISTS excluded_records (
             provider TEXT NOT NULL,
             provider_id TEXT NOT NULL,
@@ -379,6 +378,29 @@ MIGRATIONS: tuple[Migration, ...] = (
             rule TEXT NOT NULL,
             since TEXT NOT NULL
         ) WITHOUT ROWID;
+        """,
+    ),
+    Migration(
+        8,
+        "rollbacks: memories a store went back in time on, held until the user settles them",
+        """
+        -- A store that answers an older version of a memory than one memsync had seen from
+        -- it (its updated_at went backwards, or it answers a version memsync saw superseded)
+        -- was rolled back (a restore, a lost write): that version is not copied anywhere
+        -- until the user says which one stands. listed_updated_at NULL: the memory is gone
+        -- from a store that went back in time.
+        CREATE TABLE rollbacks (
+            provider TEXT NOT NULL,
+            link_id TEXT NOT NULL,
+            provider_id TEXT NOT NULL,
+            seen_updated_at TEXT,
+            listed_updated_at TEXT,
+            run_id INTEGER,
+            at TEXT NOT NULL,
+            PRIMARY KEY (provider, link_id)
+        ) WITHOUT ROWID;
+        -- A conflict that is a rollback names the store that went back in time.
+        ALTER TABLE conflicts ADD COLUMN rolled_back TEXT;
         """,
     ),
 )

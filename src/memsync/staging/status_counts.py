@@ -12,6 +12,20 @@ class ScopeCount(NamedTuple):
     records: int
 
 
+class MaybeHidden(NamedTuple):
+    """Records of one provider and scope that a store may no longer serve: with an
+    expiration date, or a Dream state (judged by the caller, as ``records.is_expired`` and
+    ``dream.Dream`` do everywhere)."""
+
+    provider: str
+    type: str
+    scope_key: str
+    expiration_date: str | None
+    lifecycle_state: str | None
+    replaced_by: str | None
+    records: int
+
+
 class OutboxCount(NamedTuple):
     provider: str
     state: str
@@ -40,6 +54,21 @@ class StatusCounts:
             "SELECT provider, scope_key, COUNT(*) FROM records GROUP BY provider, scope_key"
         )
         return [ScopeCount(*row) for row in cursor]
+
+    def maybe_hidden_by_scope(self) -> list[MaybeHidden]:
+        """Records with an expiration date or a Dream state, per provider (and its type),
+        scope, date and state."""
+        cursor = self.conn.execute(
+            "SELECT r.provider, COALESCE(p.type, ''), r.scope_key, r.expiration_date, "
+            "json_extract(r.provenance, '$.lifecycle_state'), "
+            "json_extract(r.provenance, '$.replaced_by'), COUNT(*) "
+            "FROM records r LEFT JOIN providers p ON p.name = r.provider "
+            "WHERE r.expiration_date IS NOT NULL "
+            "OR json_extract(r.provenance, '$.lifecycle_state') IS NOT NULL "
+            "OR json_extract(r.provenance, '$.replaced_by') IS NOT NULL "
+            "GROUP BY 1, 2, 3, 4, 5, 6"
+        )
+        return [MaybeHidden(*row) for row in cursor]
 
     def outbox_needing_work(self) -> list[OutboxCount]:
         """Pending, failed and dead actions per provider and state."""

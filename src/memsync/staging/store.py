@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +32,7 @@ from memsync.staging.outbox import Outbox
 from memsync.staging.probe_tokens import ProbeTokens
 from memsync.staging.providers import ProviderRegistry
 from memsync.staging.records import Records
+from memsync.staging.rollbacks import Rollbacks
 from memsync.staging.rows import RECORD_COLUMNS, dumps, record_row, row_record
 from memsync.staging.runs import Runs
 from memsync.staging.schema import LATEST, MIGRATIONS
@@ -55,6 +58,7 @@ class StagingStore:
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self.conn = conn
         self.path = path
+        self.scratch = False  # a throwaway copy (``scratch_copy``): a dry run works in one
         # the repositories: one per table family, each holding its SQL, all on this connection
         self.records = Records(conn)
         self.links = Links(conn)
@@ -67,6 +71,7 @@ class StagingStore:
         self.adoption = AdoptionSearch(conn)
         self.status_counts = StatusCounts(conn)
         self.verify_results = VerifyResults(conn)
+        self.rollbacks = Rollbacks(conn)
         self.probe_tokens = ProbeTokens(conn)
         self.cycle_outcomes = CycleOutcomes(conn)
         self.excluded = ExcludedRecords(conn)
@@ -197,6 +202,37 @@ class StagingStore:
             yield self.conn
         finally:
             self.conn.execute("ROLLBACK")
+
+    @contextlib.contextmanager
+    def scratch_copy(self) -> Iterator[StagingStore]:
+        """A private copy of this database, deleted when the ``with`` ends.
+
+        A dry run works in one from its first read to its last: it mirrors, adopts and plans
+        exactly as a real cycle would, and none of it (records, journal, cursors, the run,
+        the providers' last cycle) reaches this database, so the next real cycle does what
+        it would have done without the dry run. The copy sits beside this file, in a
+        directory only this user can read, and is a consistent snapshot (SQLite's backup).
+        """
+        directory = Path(tempfile.mkdtemp(prefix=".dry-run-", dir=self.path.parent))
+        try:
+            path = directory / self.path.name
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+            try:
+                target = sqlite3.connect(path)
+                try:
+                    self.conn.backup(target)
+                finally:
+                    target.close()
+            except sqlite3.Error as exc:
+                raise StagingError(
+                    f"{path}: cannot copy the staging database for a dry run ({exc}); "
+                    "check the free disk space beside it"
+                ) from None
+            with StagingStore.open(path, create=False) as copy:
+                copy.scratch = True
+                yield copy
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
 
     # records (kept here: the engine, the benchmarks and the tests stage through them) -----
 

@@ -100,10 +100,20 @@ class Engine:
 
         With ``run_id`` the cycle is part of a run the caller started and finishes (one run
         for all scopes, ``start_shared_run``); the providers' summaries are still saved here.
+        A dry run of its own runs on a scratch copy of the staging store (``scratch_copy``):
+        whatever it reads or records, the next real cycle does what it would have done.
         """
+        options = options or SyncOptions()
+        if options.dry_run and run_id is None and not self.store.scratch:
+            with self.store.scratch_copy() as scratch:
+                rehearsal = Engine(
+                    self.topology, self.providers, scratch, self.settings, scoped=self.scoped
+                )
+                rehearsal.on_release = self.on_release
+                return rehearsal.run_cycle(options)
         with contextlib.ExitStack() as self._handles:
             self._opened: set[str] = set()
-            return self._cycle(options or SyncOptions(), run_id)
+            return self._cycle(options, run_id)
 
     def _use(self, provider: Provider) -> Provider:
         """Open a provider for the rest of this cycle (may raise ProviderBusy)."""

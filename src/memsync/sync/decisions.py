@@ -8,12 +8,13 @@ the outbox. Each chunk of memories commits on its own; a dry run records nothing
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from memsync.faults import fault_point
-from memsync.records import utc_now_iso
+from memsync.records import Record, utc_now_iso
 from memsync.staging.store import StagingStore, dumps
 from memsync.sync.dirty import dirty_chunks, link_views
-from memsync.sync.plan import Decision, Topology, plan_link
+from memsync.sync.plan import Change, Decision, Topology, plan_link
 from memsync.sync.replay import enqueue
 from memsync.sync.report import ConflictEntry, CycleReport, PlannedEntry, SyncOptions
 
@@ -67,6 +68,8 @@ def _record(
         _store_conflict(store, run_id, decision, report)
     if decision.blocked:
         return
+    if decision.settled_rollbacks:
+        store.rollbacks.clear((p, decision.link_id) for p in decision.settled_rollbacks)
     if decision.winner is not None:
         if decision.deleted:
             store.links.agree_deleted(decision.link_id, now)
@@ -94,22 +97,54 @@ def _store_conflict(
         if existing is not None:
             report.conflicts.append(conflict_entry(decision, existing))
             return
-    versions = {}
-    for change in conflict.changes:
-        fingerprint = change.version.fingerprint if change.version else ""
-        record = store.records.with_fingerprint(change.provider, decision.link_id, fingerprint)
-        if record is not None:
-            versions[change.provider] = {
-                "provider_id": record.id,
-                "content": record.content,
-                "metadata": record.metadata,
-                "updated_at": record.updated_at,
-                "fingerprint": record.fingerprint,
-            }
+    versions = conflict_versions(store, decision.link_id, conflict.changes)
     conflict_id = store.conflicts.add(
-        decision.link_id, run_id, conflict.policy, conflict.winner, dumps(versions), utc_now_iso()
+        decision.link_id,
+        run_id,
+        conflict.policy,
+        conflict.winner,
+        dumps(versions),
+        utc_now_iso(),
+        rolled_back=conflict.rolled_back,
     )
     report.conflicts.append(conflict_entry(decision, conflict_id))
+
+
+GONE: dict[str, Any] = {
+    "provider_id": None,
+    "content": None,
+    "metadata": {},
+    "updated_at": None,
+    "fingerprint": None,
+    "gone": True,
+}  # a side of a rollback whose store lost the memory with it
+
+
+def conflict_versions(
+    store: StagingStore, link_id: str, changes: Sequence[Change]
+) -> dict[str, dict[str, Any]]:
+    """Each side's version as the mirror holds it, for the conflict's record."""
+    versions: dict[str, dict[str, Any]] = {}
+    for change in changes:
+        if change.version is None:
+            versions[change.provider] = dict(GONE)
+            continue
+        fingerprint = change.version.fingerprint
+        record = store.records.with_fingerprint(change.provider, link_id, fingerprint)
+        if record is not None:
+            versions[change.provider] = version_entry(record)
+    return versions
+
+
+def version_entry(record: Record) -> dict[str, Any]:
+    """One side of a conflict, as it is recorded and shown."""
+    return {
+        "provider_id": record.id,
+        "content": record.content,
+        "metadata": record.metadata,
+        "updated_at": record.updated_at,
+        "fingerprint": record.fingerprint,
+    }
 
 
 def conflict_entry(decision: Decision, conflict_id: int | None) -> ConflictEntry:
@@ -123,4 +158,5 @@ def conflict_entry(decision: Decision, conflict_id: int | None) -> ConflictEntry
         winner=conflict.winner,
         state="open" if conflict.winner is None else "resolved",
         kept_as_copies=list(conflict.keep_both_from),
+        rolled_back=conflict.rolled_back,
     )

@@ -44,6 +44,7 @@ def link_views(
         bases[base.link_id][base.provider] = (base.fingerprint, base.provider_id)
     agreed = {row.link_id: row for row in store.links.agreed(chunk)}
     forced = store.conflicts.chosen_winners(chunk)
+    rolled_back = store.rollbacks.flagged(chunk)
     views: list[LinkView] = []
     extras: list[Action] = []
     for link_id in chunk:
@@ -57,7 +58,12 @@ def link_views(
                     extras.append(
                         Action(WriteKind.DELETE, link_id, provider, provider_id=extra.provider_id)
                     )
-            sides[provider] = Side(chosen, base_fp, complete.get(provider, True))
+            sides[provider] = Side(
+                chosen,
+                base_fp,
+                complete.get(provider, True),
+                rolled_back=(link_id, provider) in rolled_back,
+            )
         state = agreed.get(link_id)
         views.append(
             LinkView(

@@ -15,6 +15,17 @@ holds for what Dream retired (``memsync.dream``): a listing of the current truth
 which are kept; a store memsync takes retired memories out of (``tombstones_retired``) keeps
 those too.
 
+A store that goes back in time (restored from a backup, or a server that lost acknowledged
+writes over a restart) answers older versions than memsync had seen from it. Where a store's
+``updated_at`` only moves forward (``Capabilities.ordered_updates``: every Mem0 kind), a
+listed version older than the newest memsync saw of that memory there, or one memsync saw
+before and since superseded, is a **rollback**, not an edit: it is staged as the store holds
+it (status counts what the store serves; ``history`` shows it) and flagged, so the planner
+copies it nowhere until the user settles it (``sync/plan.py``). In a full listing that
+showed any rollback, a memory the store no longer holds went back in time with it: it is
+flagged too, never inferred deleted elsewhere. More unsettled rollbacks than ``max_delete``
+allows refuse the provider for the cycle, as deletes over it do.
+
 A record read ``detached`` (an agent rewrote it through a store's own API and the fields memsync
 keeps beside the text there are gone, see ``Record.detached``) whose staged version still had
 them is the agent's text change only: metadata, dates, origin and non-native provenance are
@@ -29,13 +40,15 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from memsync.faults import fault_point
 from memsync.providers.base import Listing, Provider
-from memsync.records import Record, Skipped, is_expired, utc_now_iso
+from memsync.records import Record, Skipped, is_expired, parse_instant, utc_now_iso
 from memsync.staging.journal import journal_row
-from memsync.staging.records import StagedRef, TokenRefresh
+from memsync.staging.records import StagedRef, StagedVersion, TokenRefresh
+from memsync.staging.rollbacks import Rollback, SeenVersion
 from memsync.staging.store import StagingStore, record_row
 from memsync.sync import unsynced
 from memsync.sync.excluded import MirrorExclusion
@@ -77,6 +90,8 @@ class MirrorResult:
     complete: bool = False
     partial_reason: str | None = None
     refused: str | None = None
+    refused_by: str | None = None  # the gate: "max_delete" (deletes) or "rollbacks"
+    rolled_back: int = 0  # memories this listing found gone back in time (see module doc)
     reset: bool = False
     excluded: int = 0  # records its exclude covers (memsync.exclude)
     excluded_copies: dict[str, int] = field(default_factory=dict)  # made before the rule
@@ -88,10 +103,12 @@ class MirrorResult:
             "added": self.added,
             "changed": self.changed,
             "removed": self.removed,
+            "rolled_back": self.rolled_back,
             "skipped": [s.as_dict() for s in self.skipped],
             "complete": self.complete,
             "partial_reason": self.partial_reason,
             "refused": self.refused,
+            "refused_by": self.refused_by,
             "reset": self.reset,
             **({"excluded": self.excluded} if self.excluded else {}),
             **({"excluded_copies": self.excluded_copies} if self.excluded_copies else {}),
@@ -137,6 +154,9 @@ class Mirror:
         self.records = store.records
         self.records.start_listing()
         self.exclusion = MirrorExclusion(store, provider)
+        # A memory its store gives no created_at (a native mnem node without event_time) is
+        # dated when memsync first sees it: one instant, which every copy then carries.
+        self.first_seen_at = utc_now_iso()
 
     def run(self, listing: Listing) -> MirrorResult:
         result = self.result
@@ -158,6 +178,7 @@ class Mirror:
         with self.store.transaction():
             self._removals(listing, before)
             result.excluded = self.exclusion.settle(listing)
+            self._rollback_gate(max(before, result.listed))
             if listing.complete:
                 self._commit_cursor(listing)
         result.excluded_copies = self.exclusion.copies()
@@ -175,12 +196,16 @@ class Mirror:
         with self.store.transaction():
             fresh = self._first_sightings(records)
             existing = self.records.staged_versions(name, [r.id for r in fresh])
+            rolled_back = self._rolled_back(fresh, existing)
             upserts: list[tuple[Any, ...]] = []
             tokens: list[TokenRefresh] = []
             journal: list[tuple[Any, ...]] = []
             repairs: list[str] = []  # links whose record lost memsync's fields in the store
             for record in fresh:
                 old = existing.get(record.id)
+                if record.created_at is None:
+                    dated = old.created_at if old is not None else None
+                    record = replace(record, created_at=dated or self.first_seen_at)
                 if old is None:
                     link_id = self.provider.origin_of(record)
                     upserts.append(record_row(name, link_id, record, self.run_id))
@@ -189,7 +214,7 @@ class Mirror:
                     )
                     self.result.added += 1
                     continue
-                link_id, fingerprint, version = old
+                link_id, fingerprint, version = old.link_id, old.fingerprint, old.version
                 carried = (
                     record.detached
                     and bool(version)
@@ -220,6 +245,9 @@ class Mirror:
                     journal_row(self.run_id, name, link_id, "changed", record, record.id)
                 )
                 self.result.changed += 1
+            if rolled_back:
+                self.store.rollbacks.flag(rolled_back)
+                self.result.rolled_back += len(rolled_back)
             self.records.upsert(upserts)
             if tokens:
                 self.records.refresh_tokens(tokens)
@@ -234,6 +262,51 @@ class Mirror:
                 )
         self.result.skipped.extend(skipped)
         self.result.listed += len(fresh)
+
+    def _rolled_back(
+        self, records: list[Record], existing: dict[str, StagedVersion]
+    ) -> list[Rollback]:
+        """The records among these that went back in time (see the module docstring)."""
+        if not self.provider.capabilities.ordered_updates:
+            return []
+        suspects = []
+        for record in records:
+            old = existing.get(record.id)
+            if old is None or record.detached or record.version == old.version:
+                continue
+            if record.fingerprint != old.fingerprint:
+                suspects.append((record, old))
+        if not suspects:
+            return []
+        seen: dict[str, list[SeenVersion]] = {}
+        links = sorted({old.link_id for _, old in suspects})
+        for version in self.store.rollbacks.seen_versions(self.provider.name, links):
+            seen.setdefault(version.provider_id, []).append(version)
+        found = []
+        now = utc_now_iso()
+        for record, old in suspects:
+            versions = [
+                *seen.get(record.id, []),
+                SeenVersion(record.id, old.updated_at, old.version),
+            ]
+            newest, newest_text = _newest(versions)
+            listed = parse_instant(record.updated_at)
+            older = listed is not None and newest is not None and listed < newest
+            returned = any(v.version == record.version for v in versions if v.version)
+            if older or returned:
+                name = self.provider.name
+                found.append(
+                    Rollback(
+                        name,
+                        old.link_id,
+                        record.id,
+                        newest_text,
+                        record.updated_at,
+                        self.run_id,
+                        now,
+                    )
+                )
+        return found
 
     def _carry_over(self, record: Record, version: str | None) -> Record:
         """A detached record (see Record.detached) with what its store could not keep taken
@@ -302,12 +375,17 @@ class Mirror:
             gone = [row for row in gone if not row.retired]
         listed = self.result.listed + len(self.exclusion.listed)  # excluded: the store answered
         if listing.mode == "full" and gone and listed == 0 and not self.limits.force:
+            self.result.refused_by = "max_delete"
             self.result.refused = (
                 f"listed no memories but held {before} before; nothing deleted "
                 "(if this is right, run `memsync sync --force-delete`)"
             )
             return
+        if gone and listing.mode == "full" and self._went_back_in_time():
+            self._lost_in_the_rollback(gone)
+            return
         if self.limits.exceeded(len(gone), before):
+            self.result.refused_by = "max_delete"
             self.result.refused = (
                 f"would delete {len(gone)} of {before} memories, over max_delete "
                 f"({self.limits.percent:g}% / {self.limits.count}); nothing deleted "
@@ -321,10 +399,70 @@ class Mirror:
         self.records.remove((name, row.provider_id) for row in gone)
         self.result.removed += len(gone)
 
+    def _went_back_in_time(self) -> bool:
+        """This store showed rollbacks (in this listing, or ones still unsettled)."""
+        if not self.provider.capabilities.ordered_updates:
+            return False
+        return self.result.rolled_back > 0 or self.store.rollbacks.any_in(self.provider.name)
+
+    def _lost_in_the_rollback(self, gone: list[StagedRef]) -> None:
+        """Memories a store that went back in time no longer holds: flagged as rolled back
+        (the planner deletes them nowhere), out of its mirror as they are out of the store."""
+        name, now = self.provider.name, utc_now_iso()
+        staged = self.records.staged_versions(name, [row.provider_id for row in gone])
+        self.store.rollbacks.flag(
+            Rollback(
+                name,
+                row.link_id,
+                row.provider_id,
+                staged[row.provider_id].updated_at if row.provider_id in staged else None,
+                None,
+                self.run_id,
+                now,
+            )
+            for row in gone
+        )
+        self.store.journal.append(
+            journal_row(self.run_id, name, row.link_id, "removed", None, row.provider_id)
+            for row in gone
+        )
+        self.records.remove((name, row.provider_id) for row in gone)
+        self.result.removed += len(gone)
+        self.result.rolled_back += len(gone)
+
+    def _rollback_gate(self, total: int) -> None:
+        """More unsettled rollbacks than max_delete allows: the provider sits this cycle out."""
+        if self.result.refused or not self.provider.capabilities.ordered_updates:
+            return
+        name = self.provider.name
+        unsettled = self.store.rollbacks.unsettled(name)
+        if not DeleteLimits(self.limits.percent, self.limits.count).exceeded(unsettled, total):
+            return
+        self.result.refused_by = "rollbacks"
+        self.result.refused = (
+            f"{unsettled} of {total} memories in {name} are older versions than memsync saw "
+            f"there before (restored from a backup? writes lost?), over max_delete "
+            f"({self.limits.percent:g}% / {self.limits.count}); nothing copied from or to "
+            f"{name}. Settle them all: `memsync resolve --rolled-back {name} --keep {name}` "
+            f"takes its older versions everywhere, `--keep OTHER` writes the newer ones back "
+            f"into {name}"
+        )
+
     def _commit_cursor(self, listing: Listing) -> None:
         now = utc_now_iso()
         full_scan_at = now if listing.mode == "full" else None
         self.store.providers.save_cursor(self.provider.name, listing.cursor, full_scan_at, now)
+
+
+def _newest(versions: list[SeenVersion]) -> tuple[datetime | None, str | None]:
+    """The newest updated_at among these versions (as an instant, and as it was written)."""
+    newest: datetime | None = None
+    text: str | None = None
+    for version in versions:
+        instant = parse_instant(version.updated_at)
+        if instant is not None and (newest is None or instant > newest):
+            newest, text = instant, version.updated_at
+    return newest, text
 
 
 def load_cursor(store: StagingStore, provider: str) -> tuple[str | None, str | None]:

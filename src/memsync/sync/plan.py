@@ -13,6 +13,12 @@ from base. Changes flow along the star around the active backend:
 Equal fingerprints are never a conflict; modify beats delete; two different changes are a
 conflict settled by the configured policy. No I/O here: the engine gathers the views and
 carries out the decision, so this module can be tested exhaustively.
+
+A side the mirror found **rolled back** (its store went back to an older version than one
+memsync had seen there, or lost the memory along with such a version) is no change: nothing
+moves for that memory, whatever the policy, and it is an open conflict "rolled back in NAME"
+until the user keeps one side (``forced_winner``). Keeping NAME takes its older version (or
+its loss) everywhere; keeping another side writes the agreed version back into NAME.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ class Side:
     current: Version | None  # None: not in this provider's listing
     base: str | None  # fingerprint when last reconciled; None: never reconciled here
     complete: bool = True  # False: the listing was partial, so absence proves nothing
+    rolled_back: bool = False  # its store went back in time on this memory (see module doc)
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,7 @@ class Conflict:
     winner: str | None  # None: left open (policy "error")
     policy: Policy
     keep_both_from: tuple[str, ...] = ()  # losers copied as new memories (policy "keep-both")
+    rolled_back: str | None = None  # the store that went back in time (always left open)
 
 
 @dataclass
@@ -128,6 +136,9 @@ class Decision:
     # later moves a receiver's base to what was written.
     acknowledge: dict[str, str | None] = field(default_factory=dict)
     blocked: bool = False  # an open conflict: nothing moves until it is resolved
+    # providers whose rollback on this memory is settled: the user chose, or the store holds
+    # the agreed version again
+    settled_rollbacks: list[str] = field(default_factory=list)
 
 
 def changes_of(view: LinkView, topology: Topology) -> list[Change]:
@@ -261,10 +272,47 @@ def _newest(changes: list[Change], topology: Topology) -> Change:
     )
 
 
+def _rolled_back(view: LinkView, topology: Topology) -> list[str]:
+    """Available sides flagged rolled back that still differ from the agreed version."""
+    rolled = []
+    for provider, side in sorted(view.sides.items()):
+        if not side.rolled_back or provider in topology.unavailable:
+            continue
+        current = side.current.fingerprint if side.current else None
+        agreed = None if view.agreed_deleted else view.agreed
+        if current != agreed:
+            rolled.append(provider)
+    return rolled
+
+
+def _rollback_conflict(view: LinkView, topology: Topology, provider: str) -> Conflict:
+    """The store's older version (or its loss) against the agreed version, left open."""
+    side = view.sides[provider]
+    changes = [Change(provider, "changed" if side.current else "deleted", side.current)]
+    others = sorted(view.sides, key=lambda name: (name != topology.active, name))
+    for other in others:
+        current = view.sides[other].current
+        if other == provider or other in topology.unavailable or current is None:
+            continue
+        if not topology.is_source(other):
+            continue  # a push-only copy holds what others decided; it is nobody's side
+        if current.fingerprint == view.agreed and not view.agreed_deleted:
+            changes.append(Change(other, "changed", current))  # each side the user may keep
+    return Conflict(view.link_id, tuple(changes), None, topology.policy, rolled_back=provider)
+
+
 def plan_link(view: LinkView, topology: Topology) -> Decision:
     """Decide what every provider must do so that all hold the same version of this memory."""
     decision = Decision(view.link_id)
-    changes = changes_of(view, topology)
+    rolled = _rolled_back(view, topology)
+    if rolled and view.forced_winner is None:
+        decision.conflict = _rollback_conflict(view, topology, rolled[0])
+        decision.blocked = True
+        return decision
+    decision.settled_rollbacks = [
+        p for p, s in sorted(view.sides.items()) if s.rolled_back and p not in topology.unavailable
+    ]
+    changes = [c for c in changes_of(view, topology) if c.provider not in rolled]
     winner, conflict = choose_winner(view, changes, topology)
     decision.conflict = conflict
     if conflict is not None and conflict.winner is None:

@@ -127,6 +127,7 @@ class ConflictEntry(_Entry):
     winner: str | None
     state: ConflictState
     kept_as_copies: list[str]
+    rolled_back: str | None = None  # a rollback: the store that went back in time
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -137,6 +138,7 @@ class ConflictEntry(_Entry):
             "winner": self.winner,
             "state": self.state,
             "kept_as_copies": self.kept_as_copies,
+            "rolled_back": self.rolled_back,
         }
 
 

@@ -7,6 +7,7 @@ Links survive the switch, so no memory is duplicated or lost.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from memsync.config import Config
@@ -32,16 +33,32 @@ class SwitchRefused(MemsyncError):
 class Switched:
     previous: str  # the active backend before the switch
     after: CycleReport | None  # the cycle around the new one; None when it already was active
+    before: CycleReport | None = None  # the cycle around the old one, run first
 
 
-def switch_active(paths: Paths, config: Config, name: str) -> Switched:
-    """Make NAME the active backend: a cycle, the config rewritten, a cycle around NAME."""
+def switch_active(
+    paths: Paths, config: Config, name: str, *, announce: Callable[[str], None] | None = None
+) -> Switched:
+    """Make NAME the active backend: a cycle, the config rewritten, a cycle around NAME.
+
+    ``announce`` is told each step as it starts: the first cycle can be long (it carries
+    every write still pending around the old backend), and a user should know why.
+    """
+    say = announce or (lambda _line: None)
     config.provider(name)
     previous = config.sync.active
     if previous == name:
         return Switched(previous, None)
+    say(
+        f"1/2: syncing around {previous} (the active backend now) first, so nothing pending is lost"
+    )
     before = run_sync(paths, config, SyncOptions())
     if before.exit_code != 0:
         raise SwitchRefused(previous, before)
     switched = write_active(paths.config_file, name)
-    return Switched(previous, run_sync(paths, switched, SyncOptions()))
+    written = sum(before.replayed.values())
+    say(
+        f"2/2: that cycle wrote {written}; [sync] active = {name!r} in the config now; "
+        f"syncing around {name}"
+    )
+    return Switched(previous, run_sync(paths, switched, SyncOptions()), before)

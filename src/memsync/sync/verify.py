@@ -9,21 +9,35 @@ each got the other's copy (what a first sync without adoption does), hold it twi
 step. The staging journal tells: each side holds, as a copy memsync wrote, a memory the other
 side held as its own before memsync linked them. Such a text is reported as duplicated, and
 the two are not called reconciled.
+
+A difference memsync's own documented handling makes is **explained**, reported apart, and
+does not fail verify: a memory one side still lists while the other does not serve it,
+because it expired (memsync forgot it there with a tombstone, as in mnem and Hindsight, or the
+store hides expired ones) or because the Mem0 Platform's Dream retired it (superseded or
+merged: memsync forgets it in mnem, a ``latest_only`` listing leaves it out). Everything else
+is a difference.
+
+With wildcard scopes, ``verify_every_scope`` verifies each scope (those staging knows and
+those the sources discover), records each, and records the pair as a whole.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
+import threading
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memsync.config import Config
+from memsync.dream import Dream
 from memsync.errors import MemsyncError
 from memsync.providers.base import Provider
-from memsync.records import canonical_json, normalise_text, utc_now_iso
+from memsync.records import Record, canonical_json, normalise_text, utc_now_iso
 from memsync.scopes import Scope
 from memsync.staging.journal import FirstSighting
 from memsync.staging.store import StagingStore
@@ -48,6 +62,26 @@ class Difference:
 
 
 @dataclass
+class Explained:
+    """A difference memsync's documented handling makes (see the module docstring)."""
+
+    content: str
+    metadata: dict[str, Any]
+    only_in: str
+    reason: str
+    count: int = 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "only_in": self.only_in,
+            "content": self.content,
+            "metadata": self.metadata,
+            "reason": self.reason,
+            "count": self.count,
+        }
+
+
+@dataclass
 class Duplicated:
     """A text each side held as its own and also received from the other: copied both ways."""
 
@@ -66,10 +100,15 @@ class VerifyReport:
     count_b: int = 0
     differences: list[Difference] = field(default_factory=list)
     duplicated: list[Duplicated] = field(default_factory=list)
+    explained: list[Explained] = field(default_factory=list)
 
     @property
     def reconciled(self) -> bool:
         return not self.differences and not self.duplicated
+
+    @property
+    def difference_count(self) -> int:
+        return sum(d.count for d in self.differences)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -79,6 +118,7 @@ class VerifyReport:
             "reconciled": self.reconciled,
             "differences": [d.as_dict() for d in self.differences],
             "duplicated": [d.as_dict() for d in self.duplicated],
+            "explained": [e.as_dict() for e in self.explained],
         }
 
 
@@ -152,26 +192,78 @@ def _kind(seen: dict[str, FirstSighting], provider_id: str) -> str | None:
     return entry.kind if entry and entry.link_id is not None else None
 
 
-def _inventory(
-    provider: Provider, copies: _Copies
-) -> tuple[Counter[str], dict[str, tuple[str, dict[str, Any]]]]:
-    counts: Counter[str] = Counter()
-    examples: dict[str, tuple[str, dict[str, Any]]] = {}
+@dataclass
+class _Inventory:
+    """One side's live listing, by "the same memory" key."""
+
+    provider: Provider
+    counts: Counter[str] = field(default_factory=Counter)
+    records: dict[str, list[Record]] = field(default_factory=dict)
+    hides_expired: bool = False  # the store does not serve an expired memory
+    forgets_expired: bool = False  # ...because memsync forgets it there (a tombstone)
+    hides_retired: bool = False  # ...nor one Dream retired (superseded or merged)
+    forgets_retired: bool = False
+
+
+def _inventory(provider: Provider, copies: _Copies) -> _Inventory:
+    found = _Inventory(provider)
     listing = provider.listing()
     for page in provider.exclusion.pages(listing):
         for record in page.records:
             # the same notion of "the same memory" as sync's fingerprint: a store that strips
             # text, or a target written before texts were carried exactly, still agrees
             key = canonical_json([normalise_text(record.content), record.metadata])
-            counts[key] += 1
-            examples.setdefault(key, (record.content, record.metadata))
+            found.counts[key] += 1
+            found.records.setdefault(key, []).append(record)
             copies.add(record)
     if not listing.complete:
         raise MemsyncError(
             f"cannot verify: the listing of {provider.name} was partial "
             f"({listing.partial_reason or 'incomplete'}); try again"
         )
-    return counts, examples
+    found.forgets_expired = listing.tombstones_expired
+    found.hides_expired = listing.hides_expired or listing.tombstones_expired
+    found.forgets_retired = listing.tombstones_retired
+    found.hides_retired = listing.hides_retired or listing.tombstones_retired
+    return found
+
+
+def _explain(holder: _Inventory, other: _Inventory, key: str, extra: int) -> list[Explained]:
+    """How many of HOLDER's EXTRA copies of KEY memsync's documented handling accounts for:
+    copies the other store does not serve (expired, or retired by Dream) as memsync says."""
+    records = holder.records[key]
+    content, metadata, name = records[0].content, records[0].metadata, holder.provider.name
+    theirs = other.provider.name
+    explained: list[Explained] = []
+    left = extra
+    reasons = (
+        (
+            other.hides_expired,
+            lambda r: r.expired,
+            "expired; "
+            + (
+                f"memsync forgot it in {theirs} (its history keeps it)"
+                if other.forgets_expired
+                else f"{theirs} does not serve expired memories"
+            ),
+        ),
+        (
+            other.hides_retired,
+            lambda r: Dream.of(r.provenance).retired,
+            "retired by Dream; "
+            + (
+                f"memsync forgot it in {theirs} (its history keeps it)"
+                if other.forgets_retired
+                else f"{theirs} serves current memories only"
+            ),
+        ),
+    )
+    for applies, hidden, reason in reasons:
+        count = min(left, sum(1 for r in records if hidden(r))) if applies else 0
+        if count:
+            explained.append(Explained(content, metadata, name, reason, count))
+            left -= count
+    return explained
 
 
 def verify(a: Provider, b: Provider, store: StagingStore | None = None) -> VerifyReport:
@@ -179,20 +271,27 @@ def verify(a: Provider, b: Provider, store: StagingStore | None = None) -> Verif
     report = VerifyReport(a.name, b.name)
     copies_a, copies_b = _Copies(), _Copies()
     with a:
-        counts_a, examples_a = _inventory(a, copies_a)
+        side_a = _inventory(a, copies_a)
     with b:
-        counts_b, examples_b = _inventory(b, copies_b)
+        side_b = _inventory(b, copies_b)
     if store is not None:
         report.duplicated = _copied_both_ways(store, a.name, b.name, copies_a, copies_b)
+    counts_a, counts_b = side_a.counts, side_b.counts
     report.count_a, report.count_b = sum(counts_a.values()), sum(counts_b.values())
     for key in sorted(set(counts_a) | set(counts_b)):
         extra_a = counts_a[key] - counts_b[key]
-        if extra_a > 0:
-            content, metadata = examples_a[key]
-            report.differences.append(Difference(content, metadata, a.name, extra_a))
-        elif extra_a < 0:
-            content, metadata = examples_b[key]
-            report.differences.append(Difference(content, metadata, b.name, -extra_a))
+        if extra_a == 0:
+            continue
+        holder, other = (side_a, side_b) if extra_a > 0 else (side_b, side_a)
+        extra = abs(extra_a)
+        explained = _explain(holder, other, key, extra)
+        report.explained.extend(explained)
+        extra -= sum(e.count for e in explained)
+        if extra:
+            first = holder.records[key][0]
+            report.differences.append(
+                Difference(first.content, first.metadata, holder.provider.name, extra)
+            )
     return report
 
 
@@ -207,7 +306,7 @@ def record_verify(
             utc_now_iso(),
             reconciled=report is not None and report.reconciled,
             counts=(report.count_a, report.count_b) if report else None,
-            differences=sum(d.count for d in report.differences) if report else 0,
+            differences=report.difference_count if report else 0,
             error=error,
         )
 
@@ -241,6 +340,129 @@ def _record_quietly(
         log.warning("could not record the verify result in %s: %s", database, exc)
 
 
+@dataclass
+class ScopeVerify:
+    """One scope's verify: its report, or why it could not be compared."""
+
+    scope: Scope
+    report: VerifyReport | None = None
+    error: str | None = None
+
+    @property
+    def reconciled(self) -> bool:
+        return self.report is not None and self.report.reconciled
+
+    def as_dict(self) -> dict[str, Any]:
+        if self.report is None:
+            return {"scope": self.scope.as_dict(), "reconciled": False, "error": self.error}
+        return {"scope": self.scope.as_dict(), **self.report.as_dict(), "error": None}
+
+
+@dataclass
+class ScopedVerifyReport:
+    """``verify A B`` over every scope of a wildcard config."""
+
+    a: str
+    b: str
+    scopes: list[ScopeVerify] = field(default_factory=list)
+
+    @property
+    def reconciled(self) -> bool:
+        return all(s.reconciled for s in self.scopes)
+
+    @property
+    def difference_count(self) -> int:
+        return self.totals()["differences"]
+
+    def totals(self) -> dict[str, int]:
+        reports = [s.report for s in self.scopes if s.report is not None]
+        return {
+            "scopes": len(self.scopes),
+            "reconciled": sum(1 for s in self.scopes if s.reconciled),
+            "differing": sum(1 for r in reports if not r.reconciled),
+            "errors": sum(1 for s in self.scopes if s.report is None),
+            "differences": sum(r.difference_count for r in reports),
+            "explained": sum(e.count for r in reports for e in r.explained),
+            "count_a": sum(r.count_a for r in reports),
+            "count_b": sum(r.count_b for r in reports),
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "reconciled": self.reconciled,
+            "scopes": {s.scope.label: s.as_dict() for s in self.scopes},
+            "total": self.totals(),
+        }
+
+
+def verify_every_scope(
+    config: Config,
+    database: Path,
+    a: str,
+    b: str,
+    *,
+    bases: Mapping[str, Provider] | None = None,
+    stop: threading.Event | None = None,
+) -> ScopedVerifyReport:
+    """``verify`` of A and B in every scope: those staging knows and those the sources
+    discover. Each scope is recorded under its scoped names, and the pair as a whole under
+    A and B (reconciled only when every scope is), for the cutover readiness view."""
+    from memsync.providers import build_provider
+    from memsync.scopes.binding import ScopeBinder
+    from memsync.scopes.cycle import known_scopes
+    from memsync.scopes.discovery import discover_scopes
+    from memsync.scopes.model import fixed_keys, scoped_config_keys, wildcard_keys
+
+    keys = scoped_config_keys(config.providers)
+    if bases is None:
+        bases = {name: build_provider(name, config) for name in dict.fromkeys((a, b))}
+    binder = ScopeBinder(config, bases)
+    report = ScopedVerifyReport(a, b)
+    with contextlib.ExitStack() as handles:
+        scopes: set[Scope] = set()
+        for name, base in bases.items():
+            entry = config.providers[name]
+            if wildcard_keys(entry) or (
+                entry.type == "pmm-dir" and not getattr(entry, "scope_key", None)
+            ):
+                base.open()
+                handles.callback(base.close)
+                scopes |= discover_scopes(base, keys, fixed_keys(entry)).scopes
+        if database.exists():
+            with StagingStore.open(database, create=False) as store:
+                scopes |= known_scopes(store, config)
+        for scope in sorted(scopes):
+            if stop is not None and stop.is_set():
+                raise MemsyncError("verify stopped by a signal before every scope was compared")
+            outcome = ScopeVerify(scope)
+            try:
+                first = binder.bind(a, bases[a], scope)
+                second = binder.bind(b, bases[b], scope)
+                outcome.report = verify_and_record(first, second, database)
+            except MemsyncError as exc:
+                outcome.error = str(exc)
+            report.scopes.append(outcome)
+    _record_whole(database, report)
+    return report
+
+
+def _record_whole(database: Path, report: ScopedVerifyReport) -> None:
+    """The pair as a whole: its scopes' counts and differences summed."""
+    totals = report.totals()
+    if totals["errors"]:
+        error = f"{totals['errors']} of {totals['scopes']} scopes could not be compared"
+        _record_quietly(database, report.a, report.b, None, error)
+        return
+    whole = VerifyReport(report.a, report.b, totals["count_a"], totals["count_b"])
+    for scope in report.scopes:
+        if scope.report is not None:
+            whole.differences += scope.report.differences
+            whole.duplicated += scope.report.duplicated
+    _record_quietly(database, report.a, report.b, whole, None)
+
+
 def verify_in_scope(
     config: Config, database: Path, a: str, b: str, scope: Scope | None = None
 ) -> VerifyReport:
@@ -251,3 +473,20 @@ def verify_in_scope(
     first = provider_in_scope(config, a, scope)
     second = provider_in_scope(config, b, scope)
     return verify_and_record(first, second, database)
+
+
+def verify_pair(
+    config: Config, database: Path, a: str, b: str, *, stop: threading.Event | None = None
+) -> VerifyReport | ScopedVerifyReport:
+    """What `memsync verify A B` does: every scope of a wildcard config, else the two
+    providers as configured; recorded for the readiness view either way."""
+    from memsync.scopes.model import scoped_config_keys
+
+    if scoped_config_keys(config.providers):
+        return verify_every_scope(config, database, a, b, stop=stop)
+    return verify_in_scope(config, database, a, b)
+
+
+def record_verify_failure(database: Path, a: str, b: str, error: str) -> None:
+    """Keep that A and B could not be compared (a provider that cannot be built or reached)."""
+    _record_quietly(database, a, b, None, error)

@@ -38,6 +38,9 @@ def conflict_views(store: StagingStore) -> list[dict[str, Any]]:
     views = []
     for conflict in list_conflicts(store):
         sides = list(conflict["versions"])
+        if conflict.get("rolled_back") in sides:  # the store that went back in time first
+            sides.remove(conflict["rolled_back"])
+            sides.insert(0, conflict["rolled_back"])
         view = {**conflict, "sides": sides, "diff": None, "metadata_diff": []}
         if len(sides) >= 2:
             first, second = (conflict["versions"][s] for s in sides[:2])

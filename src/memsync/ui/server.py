@@ -28,13 +28,12 @@ from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 from memsync.config import load_config
 from memsync.errors import LockHeld, MemsyncError
 from memsync.paths import Paths
-from memsync.providers import build_provider
 from memsync.staging import StagingStore
 from memsync.status import collect_status, cycle_history
 from memsync.sync.conflicts import choose_winner
 from memsync.sync.report import SyncOptions
 from memsync.sync.runner import run_sync
-from memsync.sync.verify import verify_and_record
+from memsync.sync.verify import verify_pair
 from memsync.ui.address import check_exposure, is_loopback, url_for
 from memsync.ui.auth import METRICS_TOKEN_FILE, csrf_token, load_or_create_token, same
 from memsync.ui.data import conflict_views, find_memories, memory_timeline
@@ -376,6 +375,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
+        if self.command == "POST" and not self.body_read:
+            # Refused before its body was read: this connection closes after the answer
+            # (do_POST), and the client must know, or it sends its next request into it.
+            self.send_header("Connection", "close")
         self._common_headers()
         self.end_headers()
         self.wfile.write(body)
@@ -461,10 +464,7 @@ def _verify(handler: Handler, body: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(a, str) or not isinstance(b, str):
         raise MemsyncError("verify needs two provider names")
     config = load_config(handler.server.paths.config_file)
-    report = verify_and_record(
-        build_provider(a, config), build_provider(b, config), handler.server.paths.database
-    )
-    return report.as_dict()
+    return verify_pair(config, handler.server.paths.database, a, b).as_dict()
 
 
 GET_API: dict[str, Callable[[Handler, dict[str, list[str]]], Any]] = {

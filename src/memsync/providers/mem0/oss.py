@@ -107,7 +107,7 @@ class Mem0OssProvider(MemoryHandle):
 
     type = "mem0-oss"
     family = "mem0"
-    capabilities = Capabilities(timestamps=True, metadata_values="json")
+    capabilities = Capabilities(timestamps=True, metadata_values="json", ordered_updates=True)
 
     def __repr__(self) -> str:
         return f"Mem0OssProvider({self.name!r}, {self.identity()!r})"

@@ -69,7 +69,9 @@ MAX_BATCH = 1000
 class Mem0PlatformProvider(Mem0HttpProvider):
     type = "mem0-platform"
     family = "mem0"
-    capabilities = Capabilities(incremental=True, batch_writes=True, timestamps=True)
+    capabilities = Capabilities(
+        incremental=True, batch_writes=True, timestamps=True, ordered_updates=True
+    )
 
     def __init__(
         self,

@@ -64,7 +64,7 @@ class Mem0ServerProvider(Mem0HttpProvider):
     reread_hint = "; check the server's logs"
     type = "mem0-server"
     family = "mem0"
-    capabilities = Capabilities(timestamps=True)
+    capabilities = Capabilities(timestamps=True, ordered_updates=True)
 
     def __init__(
         self,

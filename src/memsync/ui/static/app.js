@@ -125,6 +125,17 @@ function statusBanners(report) {
     const lag = p.state && p.state.unsynced;
     if (lag && lag.level !== "behind") list.push(banner(lag.level === "alarm" ? "error" : "warn", lag.text));
   }
+  for (const [name, count] of Object.entries(report.rollbacks || {})) {
+    list.push(banner("warn", `Rolled back in ${name}: ${count} ${count === 1 ? "memory is an older version" : "memories are older versions"} ` +
+      `than memsync saw there (restored from a backup? writes lost?). Nothing was copied; settle ${count === 1 ? "it" : "them"} on the Conflicts page ` +
+      `or with \`memsync resolve --rolled-back ${name} --keep NAME\`.`));
+  }
+  const failing = ((report.verify || {}).pairs || []).filter(p => p.failing);
+  if (failing.length) {
+    list.push(banner("error", `Verify: ${failing.length} linked pair${failing.length === 1 ? " does" : "s do"} not hold the same memories: ` +
+      failing.map(p => `${p.a} ↔ ${p.b} (${p.error ? `could not verify: ${p.error}` : `${p.differences} difference(s)`} at ${when(p.at)})`).join("; ") +
+      ". Run `memsync verify A B` for the list."));
+  }
   if (report.cycle && report.cycle.running) {
     list.push(banner("info", `A sync cycle is running now (pid ${report.cycle.pid ?? "?"}); the figures update when it finishes.`));
   }
@@ -188,7 +199,9 @@ async function overview() {
           report.config.ok && p.configured === false ? h("span", { class: "tag" }, "not in config") : null,
           h("div", { class: "muted small" }, [p.type, p.direction].filter(Boolean).join(" · "))] : ""),
         h("td", { class: "mono" }, scope || h("span", { class: "muted" }, "(default)")),
-        h("td", { class: "num", "data-testid": "mirrored" }, count),
+        h("td", { class: "num", "data-testid": "mirrored" }, count,
+          (p.hidden_scopes || {})[scope] ? h("div", { class: "muted small", "data-testid": "hidden" },
+            `+${p.hidden_scopes[scope]} hidden (expired, or retired by Dream)`) : null),
         h("td", {}, first ? [when(cycle.finished_at),
           cycle.duration_s !== undefined && cycle.duration_s !== null ? h("div", { class: "muted small" }, `took ${took(cycle.duration_s)}`) : null] : ""),
         h("td", {}, first ? stateBadge(p.state) : ""),
@@ -368,16 +381,21 @@ async function conflicts() {
   render(h("h1", {}, `Conflicts (${list.length})`), ...list.map(c => h("section", { class: "card conflict", "data-conflict": c.id },
     h("header", {},
       h("h3", {}, `#${c.id} `, h("span", { class: "mono" }, c.link_id)),
-      h("span", { class: "muted small" }, `${c.state} · policy ${c.policy} · found ${when(c.created_at)}`,
+      h("span", { class: "muted small" }, `${c.state} · ${c.rolled_back ? `rolled back in ${c.rolled_back}` : `policy ${c.policy}`} · found ${when(c.created_at)}`,
         c.winner ? ` · keeping ${c.winner}` : "", " · ",
         h("a", { href: `/memory?id=${encodeURIComponent(c.link_id)}` }, "its history"))),
-    h("p", { class: "muted small" }, "Both sides changed this memory since the last sync. ",
-      "Highlighted: where the texts differ. Keeping one side writes it everywhere; the other stays in the journal."),
+    c.rolled_back
+      ? h("p", { class: "muted small", "data-testid": "rolled-back" }, `Rolled back in ${c.rolled_back}: that store went back to an older version than memsync saw there `,
+          "(restored from a backup, or a write it lost). Nothing was copied. Keeping ", h("strong", {}, c.rolled_back),
+          " takes its older version everywhere; keeping another side writes the newer one back into it.")
+      : h("p", { class: "muted small" }, "Both sides changed this memory since the last sync. ",
+          "Highlighted: where the texts differ. Keeping one side writes it everywhere; the other stays in the journal."),
     h("div", { class: "sides" }, c.sides.map((name, i) => {
       const v = c.versions[name];
       return h("div", { class: "side", "data-side": name },
-        h("h3", {}, h("span", {}, name), h("span", { class: "muted small" }, `updated ${when(v.updated_at)}`)),
-        h("div", { class: "text" }, c.diff && i < 2 ? diffText(c.diff, i) : v.content),
+        h("h3", {}, h("span", {}, name), h("span", { class: "muted small" }, v.gone ? `gone from ${name}` : `updated ${when(v.updated_at)}`)),
+        h("div", { class: "text" }, v.gone ? h("span", { class: "muted" }, `(gone from ${name}: lost when it went back in time)`)
+          : c.diff && i < 2 ? diffText(c.diff, i) : v.content),
         h("div", { class: "muted small" }, "metadata"),
         metadataTable(v.metadata, c.metadata_diff),
         h("div", { class: "muted small mono" }, `id ${v.provider_id}`),
