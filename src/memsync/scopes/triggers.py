@@ -38,7 +38,7 @@ from memsync.providers import build_provider
 from memsync.providers.base import Provider
 from memsync.records import utc_now_iso
 from memsync.scopes.model import Scope, scoped_config_keys, scoped_name, split_scoped_name
-from memsync.scopes.probes import WHOLE, Probe, ProbeUnsure, probes_for
+from memsync.scopes.probes import WHOLE, Flags, Probe, ProbeUnsure, probes_for
 from memsync.scopes.watch import (
     Hint,
     LocalStore,
@@ -286,13 +286,8 @@ class Live:
         hints: set[Hint] = set()
         tokens: Tokens = {}
         for probe in probes:
-            with self._lock:
-                known = dict(self._tokens.get(probe.name, {}))
             try:
-                with self._asking:
-                    if probe not in self.probes:
-                        continue  # closed meanwhile (a reload, a stop)
-                    flags = probe.ask(known)
+                flags = self._ask(probe)
             except Exception as exc:  # a provider error, or one nothing describes: both fall back
                 if probe.name not in self._trouble:
                     self._trouble[probe.name] = str(exc)
@@ -307,6 +302,8 @@ class Live:
                     )
                     hints.add(Hint(probe.name))
                 continue
+            if flags is None:
+                continue  # closed meanwhile (a reload, a stop)
             if self._trouble.pop(probe.name, None) is not None:
                 log.info("probe of %s answers again", probe.name)
             tokens[probe.name] = flags.tokens
@@ -326,16 +323,23 @@ class Live:
             ]
         tokens: Tokens = {}
         for probe in probes:
-            with self._lock:
-                known = dict(self._tokens.get(probe.name, {}))
             try:
-                with self._asking:
-                    if probe not in self.probes:
-                        continue  # closed meanwhile (a reload, a stop)
-                    tokens[probe.name] = probe.ask(known).tokens
+                flags = self._ask(probe)
             except Exception as exc:  # a hint: never the reason a full pass fails
                 log.debug("probe of %s before the full pass: %s", probe.name, exc)
+                continue
+            if flags is not None:
+                tokens[probe.name] = flags.tokens
         return tokens
+
+    def _ask(self, probe: Probe) -> Flags | None:
+        """PROBE's answer against the tokens kept for it; None if it closed meanwhile."""
+        with self._lock:
+            known = dict(self._tokens.get(probe.name, {}))
+        with self._asking:
+            if probe not in self.probes:
+                return None  # closed meanwhile (a reload, a stop)
+            return probe.ask(known)
 
     # hinted cycles -------------------------------------------------------------------------------
 
