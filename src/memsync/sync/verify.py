@@ -62,23 +62,13 @@ class Difference:
 
 
 @dataclass
-class Explained:
+class Explained(Difference):
     """A difference memsync's documented handling makes (see the module docstring)."""
 
-    content: str
-    metadata: dict[str, Any]
-    only_in: str
-    reason: str
-    count: int = 1
+    reason: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "only_in": self.only_in,
-            "content": self.content,
-            "metadata": self.metadata,
-            "reason": self.reason,
-            "count": self.count,
-        }
+        return {**super().as_dict(), "reason": self.reason}
 
 
 @dataclass
@@ -261,7 +251,7 @@ def _explain(holder: _Inventory, other: _Inventory, key: str, extra: int) -> lis
     for applies, hidden, reason in reasons:
         count = min(left, sum(1 for r in records if hidden(r))) if applies else 0
         if count:
-            explained.append(Explained(content, metadata, name, reason, count))
+            explained.append(Explained(content, metadata, name, count, reason=reason))
             left -= count
     return explained
 
