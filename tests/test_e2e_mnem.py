@@ -16,6 +16,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -341,3 +342,22 @@ def test_a_rewrite_seen_first_by_a_dry_run_still_keeps_the_metadata_and_gets_its
         assert json.loads(node.provenance.note)["metadata"] == {"topic": "life"}
     code, out = memsync(home, monkeypatch, "sync", "--json")
     assert code == 0 and json.loads(out)["actions_total"] == 0, out
+
+
+def synced_then_expired(home: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    """TEXT written into the Mem0 store "old" of ``synced_cat`` to expire tomorrow, synced, and
+    synced again once the date has passed (for memsync and Mem0 alike: mnem then forgets it)."""
+    from tests.test_expiry import Clock
+
+    due = (datetime.now(UTC).date() + timedelta(days=1)).isoformat()
+    with App(home, "old") as memory:
+        memory.vector_store.insert(
+            vectors=[[1.0] + [0.0] * (DIMS - 1)],
+            payloads=[mem0_payload(text, user_id="alice", expiration_date=due)],
+            ids=[str(uuid.uuid4())],
+        )
+    code, out = memsync(home, monkeypatch, "sync")
+    assert code == 0, out
+    Clock(monkeypatch).advance(3)
+    code, out = memsync(home, monkeypatch, "sync")
+    assert code == 0, out

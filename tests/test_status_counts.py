@@ -9,8 +9,6 @@ count matches what an agent is served. The backup keeps everything and counts it
 from __future__ import annotations
 
 import json
-import uuid
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 
@@ -19,32 +17,18 @@ from click.testing import CliRunner
 
 from memsync.cli import main
 from tests import test_e2e_mnem
-from tests.mem0_fixtures import DIMS, mem0_payload
 from tests.test_e2e_mem0 import App
-from tests.test_e2e_mnem import Agent, backup_items, memsync
-from tests.test_expiry import Clock
+from tests.test_e2e_mnem import Agent, backup_items, synced_then_expired
 
 mnem = test_e2e_mnem.mnem  # the fixtures, shared
 synced_cat = test_e2e_mnem.synced_cat
-
-DUE = (datetime.now(UTC).date() + timedelta(days=1)).isoformat()
 
 
 def test_status_counts_what_the_stores_serve_with_expired_ones_apart(
     synced_cat: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = synced_cat
-    with App(home, "old") as memory:
-        memory.vector_store.insert(
-            vectors=[[1.0] + [0.0] * (DIMS - 1)],
-            payloads=[mem0_payload("In Lisbon this week", user_id="alice", expiration_date=DUE)],
-            ids=[str(uuid.uuid4())],
-        )
-    code, out = memsync(home, monkeypatch, "sync")
-    assert code == 0, out
-    Clock(monkeypatch).advance(3)  # the date passes for memsync and for Mem0 alike
-    code, out = memsync(home, monkeypatch, "sync")
-    assert code == 0, out
+    synced_then_expired(home, monkeypatch, "In Lisbon this week")
 
     with App(home, "old") as memory:
         served_by_mem0 = len(memory.get_all(filters={"user_id": "alice"})["results"])

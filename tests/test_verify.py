@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import gc
 import json
-import uuid
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -28,30 +26,18 @@ from memsync.records import Record
 from memsync.staging import StagingStore
 from memsync.sync.verify import verify
 from tests import test_e2e_mnem
-from tests.mem0_fixtures import DIMS, mem0_payload
-from tests.test_e2e_mem0 import App
-from tests.test_e2e_mnem import memsync
-from tests.test_expiry import Clock
+from tests.test_e2e_mnem import memsync, synced_then_expired
 from tests.test_scopes import Mem0App, configure, insert
 
 mnem = test_e2e_mnem.mnem  # the fixtures, shared
 synced_cat = test_e2e_mnem.synced_cat
-DUE = (datetime.now(UTC).date() + timedelta(days=1)).isoformat()
 
 
 def test_an_expired_memory_forgotten_in_mnem_is_explained_and_verify_holds(
     synced_cat: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = synced_cat
-    with App(home, "old") as memory:
-        memory.vector_store.insert(
-            vectors=[[1.0] + [0.0] * (DIMS - 1)],
-            payloads=[mem0_payload("In Lisbon this week", user_id="alice", expiration_date=DUE)],
-            ids=[str(uuid.uuid4())],
-        )
-    assert memsync(home, monkeypatch, "sync")[0] == 0
-    Clock(monkeypatch).advance(3)
-    assert memsync(home, monkeypatch, "sync")[0] == 0  # mnem forgets it: a tombstone commit
+    synced_then_expired(home, monkeypatch, "In Lisbon this week")  # mnem forgets it
 
     code, out = memsync(home, monkeypatch, "verify", "old", "agent")
     assert code == 0, out
