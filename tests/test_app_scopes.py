@@ -29,6 +29,7 @@ from memsync.secrets import resolve_secret
 from memsync.ui.server import UiServer
 from tests.conftest import write_config
 from tests.doubles.mem0_platform_app import Mem0PlatformDouble
+from tests.test_scopes import mnem_texts, pmm_texts, sync_json
 
 KEY = "m0-apps-key-0123456789"
 APPS = {
@@ -87,25 +88,6 @@ def platform(home: Path, monkeypatch: pytest.MonkeyPatch) -> Mem0PlatformDouble:
     monkeypatch.setenv("MEM0_API_KEY", KEY)
     configure(home)
     return double
-
-
-def mnem_texts(path: Path) -> set[str]:
-    store = mnem.open(str(path))
-    try:
-        return {node.content for node in store.working_memory().values()}
-    finally:
-        del store
-        gc.collect()
-
-
-def pmm_texts(path: Path) -> set[str]:
-    lines = path.read_text(encoding="utf-8").splitlines()[1:]
-    return {json.loads(line)["content"] for line in lines}
-
-
-def sync_json(cli: Any) -> tuple[int, dict[str, Any]]:
-    result = cli("sync", "--json")
-    return result.exit_code, json.loads(result.output)
 
 
 def test_two_apps_of_one_user_are_two_scopes_each_with_its_own_stores(
