@@ -35,6 +35,24 @@ class Base(NamedTuple):
     provider_id: str | None
 
 
+class Agreement(NamedTuple):
+    """A decision's agreed version: the winner's record with this fingerprint."""
+
+    link_id: str
+    winner: str
+    fingerprint: str | None
+    now: str
+
+
+class Acknowledgement(NamedTuple):
+    """A provider's record with this fingerprint, its new base for the memory."""
+
+    now: str
+    link_id: str
+    provider: str
+    fingerprint: str
+
+
 class Agreed(NamedTuple):
     """The version of a memory everyone converges on (or that it is deleted)."""
 
@@ -93,6 +111,19 @@ _AGREE = (
     "deleted = excluded.deleted, version_at = excluded.version_at, "
     "updated_at = excluded.updated_at"
 )
+# The agreed version, its content hash and update time taken from the winner's record.
+_AGREE_ON_RECORD = (
+    "INSERT INTO link_state (link_id, fingerprint, content_hash, deleted, version_at, "
+    "updated_at) VALUES (?1, ?3, "
+    "(SELECT content_hash FROM records INDEXED BY records_by_link "
+    "WHERE link_id = ?1 AND provider = ?2 AND fingerprint = ?3 LIMIT 1), 0, "
+    "COALESCE((SELECT NULLIF(updated_at, '') FROM records INDEXED BY records_by_link "
+    "WHERE link_id = ?1 AND provider = ?2 AND fingerprint = ?3 LIMIT 1), ?4), ?4) "
+    "ON CONFLICT (link_id) DO UPDATE SET "
+    "fingerprint = excluded.fingerprint, content_hash = excluded.content_hash, "
+    "deleted = excluded.deleted, version_at = excluded.version_at, "
+    "updated_at = excluded.updated_at"
+)
 _SET_BASE = (
     "INSERT INTO links (link_id, provider, provider_id, fingerprint, content_hash, "
     "synced_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (link_id, provider) DO UPDATE "
@@ -140,25 +171,18 @@ class Links:
 
     # decisions ----------------------------------------------------------------------------
 
-    def forget_base(self, link_id: str, provider: str) -> None:
-        """The provider is known to hold nothing of this memory."""
-        self.conn.execute(
-            "DELETE FROM links WHERE link_id = ? AND provider = ?", (link_id, provider)
-        )
+    def forget_bases(self, rows: Iterable[tuple[str, str]]) -> None:
+        """Each provider is known to hold nothing of the memory (link_id, provider)."""
+        self.conn.executemany("DELETE FROM links WHERE link_id = ? AND provider = ?", rows)
 
-    def acknowledge(self, link_id: str, provider: str, fingerprint: str, now: str) -> None:
-        """The provider's record with this fingerprint becomes its base for the memory."""
-        self.conn.execute(_ACKNOWLEDGE, (now, link_id, provider, fingerprint))
+    def acknowledge(self, rows: Iterable[Acknowledgement]) -> None:
+        """Each provider's record with the fingerprint becomes its base for the memory."""
+        self.conn.executemany(_ACKNOWLEDGE, rows)
 
-    def agree(self, link_id: str, winner: str | None, fingerprint: str | None, now: str) -> None:
-        """Record the version everyone converges on, with the winner's own update time."""
-        row = self.conn.execute(
-            "SELECT content_hash, updated_at FROM records INDEXED BY records_by_link "
-            "WHERE link_id = ? AND provider = ? AND fingerprint = ? LIMIT 1",
-            (link_id, winner, fingerprint),
-        ).fetchone()
-        content_hash, version_at = (row[0], row[1] or now) if row is not None else (None, now)
-        self.conn.execute(_AGREE, (link_id, fingerprint, content_hash, 0, version_at, now))
+    def agree(self, rows: Iterable[Agreement]) -> None:
+        """Record the versions everyone converges on, each with its winner's own update time
+        (the time of the decision when the winner's record has none)."""
+        self.conn.executemany(_AGREE_ON_RECORD, rows)
 
     def agree_deleted(self, link_id: str, now: str) -> None:
         """Record that the memory is deleted everywhere."""

@@ -11,6 +11,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from memsync.sync.plan import WriteKind
 
@@ -33,6 +34,19 @@ class OutboxRow:
     def key(self) -> str:
         """The WriteOp key that ties a provider's result back to this row."""
         return str(self.id)
+
+
+class NewAction(NamedTuple):
+    """A planned write, about to be put in the outbox."""
+
+    run_id: int
+    link_id: str
+    provider: str
+    kind: WriteKind
+    provider_id: str | None
+    source: str | None
+    source_link: str | None
+    attempts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +129,34 @@ class Outbox:
         attempts: int,
         now: str,
     ) -> None:
-        payload = json.dumps({"source": source, "source_link": source_link})
-        self.conn.execute(
+        self.enqueue_many(
+            [
+                NewAction(
+                    run_id, link_id, provider, kind, provider_id, source, source_link, attempts
+                )
+            ],
+            now,
+        )
+
+    def enqueue_many(self, actions: Iterable[NewAction], now: str) -> None:
+        """Put planned writes in the outbox as pending, in the order given (replay's order)."""
+        self.conn.executemany(
             "INSERT INTO outbox (run_id, link_id, provider, kind, provider_id, payload, state, "
             "attempts, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
-            (run_id, link_id, provider, kind, provider_id, payload, attempts, now, now),
+            (
+                (
+                    a.run_id,
+                    a.link_id,
+                    a.provider,
+                    a.kind,
+                    a.provider_id,
+                    json.dumps({"source": a.source, "source_link": a.source_link}),
+                    a.attempts,
+                    now,
+                    now,
+                )
+                for a in actions
+            ),
         )
 
     def queue_write_backs(self, run_id: int, provider: str, links: list[str], now: str) -> None:

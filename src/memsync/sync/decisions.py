@@ -8,14 +8,17 @@ the outbox. Each chunk of memories commits on its own; a dry run records nothing
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from memsync.faults import fault_point
 from memsync.records import Record, utc_now_iso
+from memsync.staging.links import Acknowledgement, Agreement
+from memsync.staging.outbox import NewAction
 from memsync.staging.store import StagingStore, dumps
 from memsync.sync.dirty import dirty_chunks, link_views
 from memsync.sync.plan import Change, Decision, Topology, plan_link
-from memsync.sync.replay import enqueue
+from memsync.sync.replay import outbox_action
 from memsync.sync.report import ConflictEntry, CycleReport, PlannedEntry, SyncOptions
 
 
@@ -48,11 +51,39 @@ def plan_dirty(
                     report.conflicts.append(conflict_entry(decision, None))
             continue
         with store.transaction():
+            chunk_record = ChunkRecord(utc_now_iso())
             for decision in decisions:
-                _record(store, run_id, decision, report, resolving, any_failed)
+                _record(store, run_id, decision, report, resolving, any_failed, chunk_record)
             for action in duplicates:
-                enqueue(store, run_id, action, report, any_failed=any_failed)
+                chunk_record.enqueue(
+                    outbox_action(store, run_id, action, report, any_failed=any_failed)
+                )
+            chunk_record.write(store)
         fault_point("plan:chunk")
+
+
+@dataclass
+class ChunkRecord:
+    """The chunk's frequent writes, collected and written in one statement each (a first
+    sync plans thousands of memories a second, and a statement a memory was half of it).
+    The memories of a chunk are distinct, so the order between tables does not matter; the
+    outbox keeps the order the actions were planned in, which is replay's order."""
+
+    now: str
+    agreements: list[Agreement] = field(default_factory=list)
+    acknowledgements: list[Acknowledgement] = field(default_factory=list)
+    forgotten: list[tuple[str, str]] = field(default_factory=list)  # (memory, provider)
+    actions: list[NewAction] = field(default_factory=list)
+
+    def enqueue(self, action: NewAction | None) -> None:
+        if action is not None:
+            self.actions.append(action)
+
+    def write(self, store: StagingStore) -> None:
+        store.links.agree(self.agreements)
+        store.links.acknowledge(self.acknowledgements)
+        store.links.forget_bases(self.forgotten)
+        store.outbox.enqueue_many(self.actions, self.now)
 
 
 def _record(
@@ -62,8 +93,9 @@ def _record(
     report: CycleReport,
     resolving: set[str],
     any_failed: bool,
+    chunk_record: ChunkRecord,
 ) -> None:
-    now = utc_now_iso()
+    now = chunk_record.now
     if decision.conflict is not None:
         _store_conflict(store, run_id, decision, report)
     if decision.blocked:
@@ -74,16 +106,20 @@ def _record(
         if decision.deleted:
             store.links.agree_deleted(decision.link_id, now)
         else:
-            store.links.agree(decision.link_id, decision.winner, decision.agreed, now)
+            chunk_record.agreements.append(
+                Agreement(decision.link_id, decision.winner, decision.agreed, now)
+            )
     for provider, fingerprint in decision.acknowledge.items():
         if fingerprint is None:
-            store.links.forget_base(decision.link_id, provider)
+            chunk_record.forgotten.append((decision.link_id, provider))
         else:
-            store.links.acknowledge(decision.link_id, provider, fingerprint, now)
+            chunk_record.acknowledgements.append(
+                Acknowledgement(now, decision.link_id, provider, fingerprint)
+            )
     if decision.link_id in resolving:
         store.conflicts.mark_resolved(decision.link_id, now)
     for action in decision.actions:
-        enqueue(store, run_id, action, report, any_failed=any_failed)
+        chunk_record.enqueue(outbox_action(store, run_id, action, report, any_failed=any_failed))
 
 
 def _store_conflict(

@@ -31,7 +31,7 @@ from memsync.providers.base import Provider, WriteOp, WriteResult
 from memsync.records import parse_instant, utc_now_iso
 from memsync.staging.journal import journal_row
 from memsync.staging.links import FirstAgreement, NewBase
-from memsync.staging.outbox import OutboxRow
+from memsync.staging.outbox import NewAction, OutboxRow
 from memsync.staging.store import StagingStore, record_row
 from memsync.sync.freshness import changed_targets
 from memsync.sync.plan import Action, Topology, WriteKind
@@ -67,11 +67,12 @@ def supersede_stale(store: StagingStore, run_id: int, options: SyncOptions) -> N
             store.outbox.revive_dead(utc_now_iso())
 
 
-def enqueue(
+def outbox_action(
     store: StagingStore, run_id: int, action: Action, report: CycleReport, *, any_failed: bool
-) -> None:
-    """Put a planned write in the outbox, unless an earlier attempt at it is backing off or
-    dead (``any_failed``: whether any action failed at all; if none did, no lookup)."""
+) -> NewAction | None:
+    """The outbox row of a planned write, or None while an earlier attempt at it is backing
+    off or dead (``any_failed``: whether any action failed at all; if none did, no lookup).
+    A retry continues the earlier attempt's count, which is superseded here."""
     attempts = 0
     prior = (
         store.outbox.last_failure(action.link_id, action.target, action.kind)
@@ -81,23 +82,22 @@ def enqueue(
     if prior is not None:
         if prior.dead:
             report.waiting += 1
-            return
+            return None
         retry_at = parse_instant(prior.next_attempt_at)
         if retry_at and retry_at > datetime.now(UTC):
             report.waiting += 1
-            return
+            return None
         attempts = prior.attempts
         store.outbox.supersede(prior.id)
-    store.outbox.enqueue(
+    return NewAction(
         run_id,
         action.link_id,
         action.target,
         action.kind,
         action.provider_id,
-        source=action.source,
-        source_link=action.source_link,
-        attempts=attempts,
-        now=utc_now_iso(),
+        action.source,
+        action.source_link,
+        attempts,
     )
 
 
