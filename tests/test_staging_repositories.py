@@ -8,6 +8,7 @@ from pathlib import Path
 from memsync.records import Record
 from memsync.staging import StagingStore
 from memsync.staging.journal import journal_row
+from memsync.staging.links import Agreement
 from memsync.staging.store import record_row
 from memsync.sync.journal import log_entries
 
@@ -61,3 +62,43 @@ def test_the_log_filters_by_provider_list_and_time(tmp_path: Path) -> None:
         assert seen(since="2026-01-03T00:00:00Z") == ["l2", "l3", "l4"]
         assert seen(providers=["a", "c"], since="2026-01-02T00:00:00Z") == ["l2", "l4"]
         assert seen(limit=2) == ["l3", "l4"]
+
+
+def test_an_agreement_takes_the_winners_hash_and_time_from_its_record(tmp_path: Path) -> None:
+    """The agreed version's time is the winner's own updated_at (a copy that turns up later
+    is judged stale against it); with none on the record, or no such record, the decision's."""
+    now = "2026-12-02T05:00:00+00:00"
+    dated = Record(id="a", content="dated", updated_at="2026-01-01T00:00:00+00:00")
+    undated = Record(id="b", content="undated", updated_at="")
+    with StagingStore.open(tmp_path / "staging.db") as store:
+        with store.transaction():
+            store.records.upsert(
+                [record_row("p", "m:a", dated, 1), record_row("p", "m:b", undated, 1)]
+            )
+            store.links.agree(
+                [
+                    Agreement("m:a", "p", dated.fingerprint, now),
+                    Agreement("m:b", "p", undated.fingerprint, now),
+                    Agreement("m:c", "p", "no such fingerprint", now),
+                    Agreement("m:a", "other", dated.fingerprint, now),  # a later one replaces
+                ]
+            )
+        agreed = {row.link_id: row for row in store.links.agreed(["m:a", "m:b", "m:c"])}
+        hashes = dict(store.conn.execute("SELECT link_id, content_hash FROM link_state").fetchall())
+    assert agreed["m:b"].version_at == now and hashes["m:b"] == undated.content_hash
+    assert agreed["m:c"].version_at == now and hashes["m:c"] is None
+    # the last agreement of m:a names a provider without that record: the decision's time
+    assert agreed["m:a"].version_at == now and hashes["m:a"] is None
+    assert all(row.fingerprint for row in agreed.values())
+
+
+def test_an_agreement_on_a_dated_record_keeps_that_date(tmp_path: Path) -> None:
+    now = "2026-12-02T05:00:00+00:00"
+    dated = Record(id="a", content="dated", updated_at="2026-01-01T00:00:00+00:00")
+    with StagingStore.open(tmp_path / "staging.db") as store:
+        with store.transaction():
+            store.records.upsert([record_row("p", "m:a", dated, 1)])
+            store.links.agree([Agreement("m:a", "p", dated.fingerprint, now)])
+        (row,) = store.links.agreed(["m:a"])
+    assert row.version_at == "2026-01-01T00:00:00+00:00"
+    assert row.fingerprint == dated.fingerprint
