@@ -104,15 +104,12 @@ _ACKNOWLEDGE = (
     "fingerprint = excluded.fingerprint, content_hash = excluded.content_hash, "
     "synced_at = excluded.synced_at"
 )
-_REPLACE_AGREED = (
-    " ON CONFLICT (link_id) DO UPDATE SET "
+_AGREE = (
+    "INSERT INTO link_state (link_id, fingerprint, content_hash, deleted, version_at, "
+    "updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (link_id) DO UPDATE SET "
     "fingerprint = excluded.fingerprint, content_hash = excluded.content_hash, "
     "deleted = excluded.deleted, version_at = excluded.version_at, "
     "updated_at = excluded.updated_at"
-)
-_AGREE = (
-    "INSERT INTO link_state (link_id, fingerprint, content_hash, deleted, version_at, "
-    "updated_at) VALUES (?, ?, ?, ?, ?, ?)" + _REPLACE_AGREED
 )
 # The agreed version, its content hash and update time read from the winner's record in one
 # lookup (none found: no hash, and the decision's time).
@@ -122,7 +119,10 @@ _AGREE_ON_RECORD = (
     "COALESCE(NULLIF(winner.updated_at, ''), ?4), ?4 FROM (SELECT 1) LEFT JOIN "
     "(SELECT content_hash, updated_at FROM records INDEXED BY records_by_link "
     "WHERE link_id = ?1 AND provider = ?2 AND fingerprint = ?3 LIMIT 1) AS winner ON true "
-    "WHERE true" + _REPLACE_AGREED
+    "WHERE true ON CONFLICT (link_id) DO UPDATE SET "
+    "fingerprint = excluded.fingerprint, content_hash = excluded.content_hash, "
+    "deleted = excluded.deleted, version_at = excluded.version_at, "
+    "updated_at = excluded.updated_at"
 )
 _SET_BASE = (
     "INSERT INTO links (link_id, provider, provider_id, fingerprint, content_hash, "
