@@ -380,3 +380,35 @@ def test_a_provider_that_changes_ids_on_update_is_followed(tmp_path: Path) -> No
     assert world.contents("b") == ["second version"]
     report = world.sync()
     assert report.planned == []  # the new id was followed: nothing left to do
+
+
+def test_a_cycle_hands_back_the_heap_it_set_aside(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cycle keeps full collections off the heap it starts with (gc.freeze), and must give
+    it back when it ends: a daemon that did not would never free what a closed store held in
+    cycles of references."""
+    import gc
+    import weakref
+
+    class Held:  # in a cycle of references, like an open store's objects
+        def __init__(self) -> None:
+            self.me = self
+
+    held: list[Held] = [Held()]
+    freed = weakref.ref(held[0])
+    frozen_during: list[int] = []
+    listing = world.providers["mnem"].listing
+
+    def let_go_while_listing(*args: object, **kwargs: object) -> object:
+        frozen_during.append(gc.get_freeze_count())
+        held.clear()  # let go of it during the cycle, after the heap was set aside
+        return listing(*args, **kwargs)
+
+    monkeypatch.setattr(world.providers["mnem"], "listing", let_go_while_listing)
+    world.providers["mem0"].app_add("likes tea")
+    assert world.sync().exit_code == 0
+    assert frozen_during and frozen_during[0] > 0  # set aside while the cycle ran
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert freed() is None  # what the cycle let go of is collected after it
