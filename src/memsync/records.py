@@ -152,6 +152,7 @@ class Record:
     _hashes: tuple[str, str, str] | None = field(
         default=None, init=False, repr=False, compare=False
     )
+    _provenance_json: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.metadata = user_metadata(self.metadata)
@@ -159,6 +160,14 @@ class Record:
     @property
     def is_blank(self) -> bool:
         return is_blank(self.content)
+
+    @property
+    def provenance_json(self) -> str:
+        """The provenance as canonical JSON, built once: the record's staged row and its
+        journal entry store the same bytes."""
+        if self._provenance_json is None:
+            self._provenance_json = canonical_json(self.provenance) if self.provenance else "{}"
+        return self._provenance_json
 
     @property
     def expired(self) -> bool:

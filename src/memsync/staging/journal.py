@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from memsync.records import Record, utc_now_iso
-from memsync.staging.rows import dumps, row_record
+from memsync.staging.rows import row_record
 
 INSERT_CHANGE = (
     "INSERT INTO changes (run_id, at, provider, provider_id, link_id, kind, content, metadata, "
@@ -22,25 +22,35 @@ INSERT_CHANGE = (
 
 
 def journal_row(
-    run_id: int, provider: str, link_id: str, kind: str, record: Record | None, provider_id: str
+    run_id: int,
+    provider: str,
+    link_id: str,
+    kind: str,
+    record: Record | None,
+    provider_id: str,
+    at: str | None = None,
 ) -> tuple[Any, ...]:
-    """A row of the change journal (INSERT_CHANGE's order); a removal carries no content."""
+    """A row of the change journal (INSERT_CHANGE's order); a removal carries no content.
+
+    ``at`` is when it happened (now by default). The metadata and provenance are the same
+    JSON the record's staged row holds, serialised once for both."""
+    at = at or utc_now_iso()
     if record is None:
-        return (run_id, utc_now_iso(), provider, provider_id, link_id, kind) + (None,) * 11
+        return (run_id, at, provider, provider_id, link_id, kind) + (None,) * 11
     return (
         run_id,
-        utc_now_iso(),
+        at,
         provider,
         provider_id,
         link_id,
         kind,
         record.content,
-        dumps(record.metadata),
+        record.metadata_json,
         record.scope_key,
         record.created_at,
         record.updated_at,
         record.version,
-        dumps(record.provenance),
+        record.provenance_json,
         record.fingerprint,
         record.content_hash,
         record.origin,

@@ -47,7 +47,7 @@ def record_row(provider: str, link_id: str, record: Record, run_id: int) -> tupl
         record.created_at,
         record.updated_at,
         record.version,
-        dumps(record.provenance),
+        record.provenance_json,
         record.origin,
         record.content_hash,
         record.fingerprint,
@@ -62,12 +62,28 @@ def row_record(row: sqlite3.Row | dict[str, Any]) -> Record:
     return Record(
         id=row["provider_id"],
         content=row["content"] or "",
-        metadata=json.loads(row["metadata"] or "{}"),
+        metadata=_object(row["metadata"]),
         scope_key=row["scope_key"] or "",
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         version=row["version"],
-        provenance=json.loads(row["provenance"] or "{}"),
-        origin=row["origin"] if "origin" in row.keys() else None,  # noqa: SIM118 - sqlite3.Row
-        expiration_date=row["expiration_date"] if "expiration_date" in row.keys() else None,  # noqa: SIM118
+        provenance=_object(row["provenance"]),
+        origin=_optional(row, "origin"),
+        expiration_date=_optional(row, "expiration_date"),
     )
+
+
+def _object(text: str | None) -> dict[str, Any]:
+    """A stored JSON object; most are empty, and those need no parsing."""
+    if not text or text == "{}":
+        return {}
+    value: dict[str, Any] = json.loads(text)
+    return value
+
+
+def _optional(row: sqlite3.Row | dict[str, Any], column: str) -> Any:
+    """A column that older queries' rows do not have (None then)."""
+    try:
+        return row[column]
+    except (IndexError, KeyError):  # sqlite3.Row raises IndexError for a missing name
+        return None

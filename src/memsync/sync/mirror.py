@@ -194,6 +194,7 @@ class Mirror:
             skipped = [*skipped, *(Skipped(r.id, "empty content") for r in empty)]
             records = [r for r in records if not r.is_blank]
         with self.store.transaction():
+            now = utc_now_iso()  # the page's journal entries, one transaction, one instant
             fresh = self._first_sightings(records)
             existing = self.records.staged_versions(name, [r.id for r in fresh])
             rolled_back = self._rolled_back(fresh, existing)
@@ -210,7 +211,7 @@ class Mirror:
                     link_id = self.provider.origin_of(record)
                     upserts.append(record_row(name, link_id, record, self.run_id))
                     journal.append(
-                        journal_row(self.run_id, name, link_id, "added", record, record.id)
+                        journal_row(self.run_id, name, link_id, "added", record, record.id, now)
                     )
                     self.result.added += 1
                     continue
@@ -242,7 +243,7 @@ class Mirror:
                     continue
                 upserts.append(record_row(name, link_id, record, self.run_id))
                 journal.append(
-                    journal_row(self.run_id, name, link_id, "changed", record, record.id)
+                    journal_row(self.run_id, name, link_id, "changed", record, record.id, now)
                 )
                 self.result.changed += 1
             if rolled_back:

@@ -358,7 +358,7 @@ class Replay:
                 removed.append((provider, row.provider_id))
                 unlinked.append((link_id, provider, row.provider_id))
                 journal.append(
-                    journal_row(run_id, provider, link_id, "removed", None, row.provider_id)
+                    journal_row(run_id, provider, link_id, "removed", None, row.provider_id, now)
                 )
                 continue
             if record is None:
@@ -378,7 +378,9 @@ class Replay:
                     link_id, record.fingerprint, record.content_hash, record.updated_at or now, now
                 )
             )
-            journal.append(journal_row(run_id, provider, link_id, "written", record, record.id))
+            journal.append(
+                journal_row(run_id, provider, link_id, "written", record, record.id, now)
+            )
         with self.store.transaction():
             self.store.outbox.finish((row.id for row, _ in done), now)
             self.store.upsert_records(records)
