@@ -148,6 +148,12 @@ def first_sync_against_the_script(workdir: Path) -> None:
         f"memsync {min(c.cpu for c in syncs):.1f}s ({cpu:.2f}x)",
         flush=True,
     )
+    print(
+        "# every run, in the order run (script, memsync): "
+        + ", ".join(f"{s.seconds:.1f}/{m.seconds:.1f}" for s, m in zip(scripts, syncs, strict=True))
+        + ": the disk's unevenness from one run to the next, beside the gap the ratio is after",
+        flush=True,
+    )
 
 
 def own_time_with_the_disk_taken_out(workdir: Path) -> None:
