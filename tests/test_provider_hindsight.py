@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,8 +24,12 @@ from memsync.providers.base import Provider
 from memsync.providers.hindsight.convert import JSON_MARKER, decode_value, encode_value
 from memsync.providers.hindsight.provider import HindsightProvider
 from memsync.providers.http.retry import RetryPolicy
+from memsync.providers.memory import MemoryProvider
 from memsync.records import ORIGIN_KEY, Outgoing
 from memsync.secrets import Secret
+from memsync.staging import StagingStore
+from memsync.sync.from_config import build_engine
+from memsync.sync.report import CycleReport, SyncOptions
 from tests.contract import ProviderContract, item, list_all
 from tests.doubles import Fault
 from tests.doubles.hindsight_app import HindsightDouble
@@ -224,8 +229,59 @@ def test_incremental_listing_rereads_the_lookback_window_only() -> None:
     seen = [r.content for page in listing.pages() for r in page.records]
     assert listing.mode == "incremental" and listing.partial_reason is None
     assert sorted(seen) == ["new memory", "recent memory"]
-    assert listing.removed == [] and not listing.complete  # deletes come from full listings
+    # Complete: every change since the cursor was read. It names no deletes (Hindsight's
+    # changed-documents list has none): those come from the next full listing.
+    assert listing.removed == [] and listing.complete
     assert listing.cursor is not None and listing.cursor > full.cursor
+
+
+def test_a_memory_written_elsewhere_reaches_hindsight_once_its_listing_is_incremental(
+    tmp_path: Path,
+) -> None:
+    """Hindsight's second listing on is incremental (documents changed since the cursor). A
+    memory new in another provider then is still written into Hindsight in the next cycle,
+    the provider reads as ok, and its cursor moves on, instead of waiting for the hourly
+    full pass."""
+    double = HindsightDouble()
+    source = MemoryProvider("source", scope="alice")
+    hindsight = provider_on(double)
+    hindsight.close()
+    config = parse_config(
+        '[sync]\nactive = "source"\n[providers.source]\ntype = "pmm-dir"\npath = "/unused"\n'
+        '[providers.hs]\ntype = "pmm-dir"\npath = "/unused"\n'
+    )
+    db = tmp_path / "staging.db"
+
+    def cycle() -> tuple[CycleReport, str | None]:
+        with StagingStore.open(db) as store:
+            engine = build_engine(config, store, {"source": source, "hs": hindsight})
+            report = engine.run_cycle(SyncOptions())
+            assert report.exit_code == 0
+            return report, store.providers.cursor("hs").cursor
+
+    def write(origin: str, text: str) -> None:
+        source.open()
+        source.create(Outgoing(origin=origin, content=text, scope_key="alice"))
+        source.close()
+
+    write("agent:1", "prefers tea")
+    cycle()  # Hindsight empty: a full listing that dates nothing, then the write
+    report, cursor = cycle()  # a full listing that finds it, and keeps a cursor
+    full = report.providers["hs"].mirror
+    assert full is not None and full.mode == "full" and cursor is not None
+
+    write("agent:2", "moved to Lisbon")
+    report, _ = cycle()
+    outcome = report.providers["hs"]
+    assert outcome.mirror is not None and outcome.mirror.mode == "incremental"
+    assert outcome.state.value == "ok" and outcome.mirror.partial_reason is None
+    assert report.planned_total == 1
+    hindsight.open()
+    held = sorted(r.content for page in hindsight.listing(None).pages() for r in page.records)
+    hindsight.close()
+    assert held == ["moved to Lisbon", "prefers tea"]
+    _, later = cycle()  # the write is the newest change Hindsight holds: the cursor follows it
+    assert later is not None and later > cursor
 
 
 class Overlapping(httpx.BaseTransport):

@@ -62,9 +62,14 @@ class HindsightListing(Listing):
         for record_id in self.expired:  # after the pass: deleting mid-pass shifts offsets
             provider.delete(record_id)
         if self.partial_reason is None:
-            # A partial pass keeps no cursor, so the next listing starts over in full.
+            # A partial pass keeps no cursor, so the next listing starts over in full. A
+            # finished incremental pass is complete too: it read every change since the
+            # cursor. It names no deletes (the changed-documents list has none), and the
+            # mirror infers none from what an incremental pass left out; the next full pass
+            # finds them. Left incomplete, the pass kept no cursor and the planner wrote
+            # nothing new into Hindsight until that full pass, an hour later by default.
             self.cursor = newest
-            self.complete = self.mode == "full"  # incremental passes never imply deletes
+            self.complete = True
 
     def _changed(self, bank: str, documents: list[dict[str, Any]]) -> Iterator[Page]:
         """The units of each changed document, read ``concurrency`` documents at a time (one
