@@ -18,7 +18,13 @@ import httpx
 import pytest
 
 from memsync.config import parse_config
-from memsync.errors import AuthError, InvalidResponse, ProviderError, TransientProviderError
+from memsync.errors import (
+    AuthError,
+    InvalidResponse,
+    NotFound,
+    ProviderError,
+    TransientProviderError,
+)
 from memsync.providers import build_provider
 from memsync.providers.base import Provider
 from memsync.providers.hindsight.convert import JSON_MARKER, decode_value, encode_value
@@ -160,6 +166,47 @@ def test_update_of_an_existing_document_keeps_its_id_and_origin_marker(
     created = provider.create(item("v1", origin="mem0:7"))
     updated = provider.update(created.id, item("v2", origin="mem0:7", k="v"))
     assert (updated.id, updated.content, updated.origin) == ("mem0:7", "v2", "mem0:7")
+
+
+class Counting(httpx.BaseTransport):
+    """Counts the requests a client sends, by method and route."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self.inner = inner
+        self.sent: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append(f"{request.method} {request.url.path}")
+        return self.inner.handle_request(request)
+
+
+def test_updating_memsyncs_own_document_sends_no_existence_check(
+    double: HindsightDouble,
+) -> None:
+    counting = Counting(double.transport())
+    provider = HindsightProvider("hs", BASE, bank="alice", transport=counting, retry=FAST)
+    created = provider.create(item("v1", origin="mem0:8"))
+    counting.sent.clear()
+    provider.update(created.id, item("v2", origin="mem0:8"))
+    # the retain and its read-back; no GET of the document before it
+    assert counting.sent == [
+        "POST /v1/default/banks/alice/memories",
+        "GET /v1/default/banks/alice/memories/list",
+    ]
+    (record,), _ = list_all(provider)
+    assert (record.id, record.content) == ("mem0:8", "v2")
+
+
+def test_a_document_written_elsewhere_and_deleted_is_not_brought_back_by_an_update(
+    double: HindsightDouble,
+) -> None:
+    provider = provider_on(double)
+    double.write("alice", "written-elsewhere", "their text")
+    double.remove("alice", "written-elsewhere")
+    with pytest.raises(NotFound):
+        provider.update("written-elsewhere", item("ours", origin="mem0:9"))
+    records, _ = list_all(provider)
+    assert records == []
 
 
 # what memsync reads -----------------------------------------------------------------------

@@ -289,13 +289,16 @@ class HindsightProvider(HttpProvider):
     def update(self, provider_id: str, item: Outgoing) -> Record:
         require_content(self.name, item)
         ref = self.ref_of(provider_id)
-        try:
-            self.http.get(self._document_path(ref))
-        except NotFound:
-            if ref.document != item.origin:
+        if ref.document != item.origin:
+            # A document written elsewhere: retaining under its id would bring it back if it
+            # was deleted meanwhile, so it must still be there.
+            try:
+                self.http.get(self._document_path(ref))
+            except NotFound:
                 raise NotFound(f"{self.name}: no memory {provider_id!r} to update") from None
-            # memsync's own document for this memory, deleted when its date passed: the
-            # update (date cleared or moved) writes it back under the same id.
+        # memsync's own document for this memory (named by its origin) is written whether or
+        # not it is still there: one deleted when its date passed comes back under the same id
+        # when the update clears or moves the date. No request is spent asking.
         return self._retain(ref, item)
 
     def delete(self, provider_id: str) -> None:
