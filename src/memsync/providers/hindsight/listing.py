@@ -63,11 +63,8 @@ class HindsightListing(Listing):
             provider.delete(record_id)
         if self.partial_reason is None:
             # A partial pass keeps no cursor, so the next listing starts over in full. A
-            # finished incremental pass is complete too: it read every change since the
-            # cursor. It names no deletes (the changed-documents list has none), and the
-            # mirror infers none from what an incremental pass left out; the next full pass
-            # finds them. Left incomplete, the pass kept no cursor and the planner wrote
-            # nothing new into Hindsight until that full pass, an hour later by default.
+            # finished incremental pass is complete too (every change since the cursor); the
+            # mirror infers no deletes from what it left out, and the next full pass finds them.
             self.cursor = newest
             self.complete = True
 
