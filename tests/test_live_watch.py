@@ -25,7 +25,7 @@ from memsync.config import Config, parse_config
 from memsync.paths import Paths
 from memsync.scopes import Scope
 from memsync.scopes.triggers import Live
-from memsync.scopes.watch import Hint, MnemTemplate, PmmDir, signature_of
+from memsync.scopes.watch import Hint, MnemTemplate, PmmDir, mnem_settled, signature_of
 from memsync.sync.report import SyncOptions
 from memsync.sync.runner import run_sync
 from tests.live_world import ServedServer, served_mem0_server
@@ -360,14 +360,66 @@ def test_a_pmm_dir_maps_scope_files_and_ignores_temporary_ones(tmp_path: Path) -
     assert one.hint_for(tmp_path / "bob.pmm.jsonl") is None
 
 
-def test_a_signature_changes_with_the_files_and_not_with_reads(tmp_path: Path) -> None:
+def head_of(store: Path) -> str:
+    mnem = real_sdk()
+    handle = mnem.open(str(store))
+    try:
+        head: str = handle.head_commit()
+        return head
+    finally:
+        del handle
+        import gc
+
+        gc.collect()
+
+
+def test_a_read_moves_a_mnem_stores_files_but_leaves_it_settled_and_a_write_does_not(
+    tmp_path: Path,
+) -> None:
     store = init_store(tmp_path / "store")
-    before = signature_of(store / ".mnem")
-    assert nodes_of(store) == {}  # another program reads: nothing changes
-    assert signature_of(store / ".mnem") == before
     agent_writes(store, "n1", "hello")
+    head = head_of(store)
+    before = signature_of(store / ".mnem")
+    assert nodes_of(store) == {"n1": "hello"}  # another program reads, and lets go
+    # The real engine rewrites its file when a handle is dropped: the files alone cannot tell.
     assert signature_of(store / ".mnem") != before
+    settled = mnem_settled(store, head)
+    assert settled is not None
+    assert settled == signature_of(store / ".mnem")  # the files after memsync's own look
+    agent_writes(store, "n2", "again")
+    assert mnem_settled(store, head) is None
     assert signature_of(tmp_path / "missing") is None
+
+
+def test_another_program_that_only_reads_a_mnem_store_starts_no_cycle(
+    tmp_path: Path, running: Callable[..., Running]
+) -> None:
+    """A verify, a backup or an agent that looks and leaves closes a handle on the store, which
+    rewrites its file: that is not a change."""
+    store = init_store(tmp_path / "store")
+    agent_writes(store, "tea", "likes green tea")
+    r = running(paths_in(tmp_path), fixed_config(tmp_path))
+    r.live.start()
+    r.full_pass()
+    wait_until(lambda: r.live.watcher is not None and r.live.watcher.watching, "the watcher")
+    before = signature_of(store / ".mnem")
+    assert nodes_of(store) == {"tea": "likes green tea"}
+    after_read = signature_of(store / ".mnem")
+    assert after_read != before  # the read moved the files
+
+    def noted() -> object:  # memsync looked at the store after the read, and kept its files
+        note = r.live._left.get(Hint("agent"))
+        return note is not None and note.files not in (before, None) and (
+            note.files == signature_of(store / ".mnem")
+        )
+
+    wait_until(noted, "the read to be seen and recognised as no change")
+    # A real change afterwards is the one cycle: the read started none before it.
+    notes = tmp_path / "notes" / "alice.pmm.jsonl"
+    another_program_writes_pmm(notes, "m-coffee", "drinks coffee at nine", "alice")
+    wait_until(lambda: "drinks coffee at nine" in nodes_of(store).values(), "the memory in mnem")
+    wait_until(lambda: r.live.cycles == 1, "the cycle to finish")
+    assert r.live.cycles == 1
 
 
 # --- when watching fails ---------------------------------------------------------------------------

@@ -195,6 +195,12 @@ class Provider(ABC):
         """The scope as a PMM header object."""
         return {"scope_key": self.scope_key()}
 
+    def left_token(self) -> str | None:
+        """What the open store holds, as a token it can be asked for again later (mnem: its
+        head commit), taken just before memsync lets go: the daemon's watcher tells a store
+        that only had a handle closed on it from one that was written. None: no such token."""
+        return None
+
     # Provenance keys the store holds in fields of its own: an agent's rewrite owns them, so
     # they are not carried over from the staged version of a detached record.
     native_provenance: frozenset[str] = frozenset()

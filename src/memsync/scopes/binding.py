@@ -110,6 +110,9 @@ class InScope(Provider):
     def describe_scope(self) -> dict[str, Any]:
         return self.inner.describe_scope()
 
+    def left_token(self) -> str | None:
+        return self.inner.left_token()
+
     def origin_of(self, record: Record) -> str:
         return self.prefix + self.inner.origin_of(record)
 

@@ -64,11 +64,11 @@ def run_scoped_cycle(
     *,
     only_scopes: Iterable[Scope] | None = None,
     on_scope_done: Callable[[Scope, CycleReport], None] | None = None,
-    on_release: Callable[[str], None] | None = None,
+    on_release: Callable[[str, str | None], None] | None = None,
 ) -> ScopedCycleReport:
     """One run over every scope (or ``only_scopes``), each scope an engine cycle of its own.
 
-    ``on_release(name)`` runs just before a scope's cycle releases a provider it opened, and
+    ``on_release(name, token)`` runs once a scope's cycle has released a provider it opened, and
     ``on_scope_done(scope, report)`` as each scope's cycle ends (the daemon's watcher notes
     what memsync left in each store, ``scopes/triggers.py``). A dry run runs on a scratch copy
     of the staging store (see ``Engine.run_cycle``).
@@ -192,7 +192,7 @@ def _sync_scope(
     run_id: int,
     report: ScopedCycleReport,
     outcome: ScopeOutcome,
-    on_release: Callable[[str], None] | None = None,
+    on_release: Callable[[str, str | None], None] | None = None,
 ) -> CycleReport | None:
     try:
         providers = binder.bind_all(scope)

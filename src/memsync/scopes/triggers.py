@@ -70,6 +70,14 @@ class _Retry:
     delay: float
 
 
+@dataclass(frozen=True)
+class _Left:
+    """A local store as a cycle let it go: its files, and what it held (``left_token``)."""
+
+    files: Signature
+    token: str | None = None
+
+
 class Live:
     """Watches, probes and hinted cycles for one daemon; also every cycle's observer.
 
@@ -98,8 +106,8 @@ class Live:
         self._wake = threading.Event()
         self._pending: set[Hint] = set()  # watched changes not yet checked
         self._retry: dict[Hint, _Retry] = {}
-        self._left: dict[Hint, Signature] = {}  # each local store as memsync left it
-        self._held: dict[Hint, Signature] = {}  # ...as a cycle releases it, until it is kept
+        self._left: dict[Hint, _Left] = {}  # each local store as memsync left it
+        self._held: dict[Hint, _Left] = {}  # ...as a cycle released it, until it is kept
         self._tokens: Tokens = {}  # what staging holds, mirrored here
         self._trouble: dict[str, str] = {}  # probes that failed, and why (said once)
         self._distrusted: dict[str, str] = {}  # probes whose answers a listing contradicted
@@ -269,12 +277,27 @@ class Live:
             store = stores.get(hint.provider)
             if store is None:
                 continue
-            if hint in left and store.signature(hint.scope) == left[hint]:
+            if hint in left and self._unchanged(store, hint, left[hint]):
                 log.debug("%s: changed by memsync itself; no cycle", hint.label)
                 self.own_changes += 1
                 continue
             changed.add(hint)
         return changed
+
+    def _unchanged(self, store: LocalStore, hint: Hint, note: _Left) -> bool:
+        """Whether the store still holds what memsync left: the same files, or files that moved
+        over the same content (a mnem handle closed on it), noted from then on."""
+        if store.signature(hint.scope) == note.files:
+            return True
+        if note.token is None:
+            return False
+        files = store.settled(hint.scope, note.token)
+        if files is None:
+            return False
+        with self._lock:
+            if self._left.get(hint) == note:
+                self._left[hint] = _Left(files, note.token)
+        return True
 
     # probes ------------------------------------------------------------------------------------
 
@@ -427,9 +450,9 @@ class Live:
             store = next((s for s in self.stores if s.provider == hint.provider), None)
             self._retry.pop(hint, None)
         if store is not None:
-            signature = store.signature(hint.scope)
+            note = _Left(store.signature(hint.scope))
             with self._lock:
-                self._left[hint] = signature
+                self._left[hint] = note
         log.debug("%s: changed, but memsync does not sync that scope", hint.label)
 
     def _retry_soon(self, hints: Iterable[Hint], delay: float) -> None:
@@ -458,15 +481,17 @@ class Live:
         if self._full is not None:
             self._full.scope_done(scope, report)
 
-    def released(self, name: str) -> None:
+    def released(self, name: str, token: str | None) -> None:
         if self._full is not None:
-            self._full.released(name)
+            self._full.released(name, token)
 
-    def _note_release(self, name: str) -> None:
-        """A cycle is about to release provider NAME: its store's files as memsync leaves them.
+    def _note_release(self, name: str, token: str | None) -> None:
+        """A cycle released provider NAME: its store's files as memsync left them, and TOKEN.
 
-        Noted while memsync still holds the store (for mnem, no one else can have written
-        it), and kept once the scope's cycle says the provider was read (``_note_left``).
+        Noted just after the close (closing a mnem handle rewrites its file), and kept once
+        the scope's cycle says the provider was read (``_note_left``). A program that writes
+        the moment memsync lets go changes the files again once it commits and closes, and
+        its new head does not match TOKEN: a change, as it should be.
         """
         split = split_scoped_name(name)
         provider, scope = split if split is not None else (name, None)
@@ -475,9 +500,9 @@ class Live:
         if store is None or (isinstance(store, Mem0LocalStore) and scope is not None):
             return  # a Mem0 library store stays open for the whole run: noted per scope
         hint = Hint(provider, scope)
-        signature = store.signature(scope)
+        note = _Left(store.signature(scope), token)
         with self._lock:
-            self._held[hint] = signature
+            self._held[hint] = note
 
     def _note_left(self, scope: Scope | None, report: CycleReport) -> None:
         """What memsync left in each local store it read for SCOPE, as that scope's cycle ended."""
@@ -493,7 +518,7 @@ class Live:
             if outcome is None or outcome.state not in USABLE:
                 continue  # not read this cycle (skipped, busy): another program's changes stand
             if whole and scope is not None:
-                held = store.signature(None)  # the run still holds the Mem0 library's store
+                held = _Left(store.signature(None))  # the run still holds the Mem0 library's store
             if held is None:
                 continue
             with self._lock:
@@ -558,8 +583,8 @@ class _RunObserver:
         if self.tokens is None:
             self.tokens = self.live._probe_tokens()
 
-    def released(self, name: str) -> None:
-        self.live._note_release(name)
+    def released(self, name: str, token: str | None) -> None:
+        self.live._note_release(name, token)
 
     def scope_done(self, scope: Scope | None, report: CycleReport) -> None:
         self.live._note_left(scope, report)

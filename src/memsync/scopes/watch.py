@@ -4,9 +4,13 @@ A mnem store (a fixed path, or every per-scope store under a template's root, st
 after the daemon started included), a pmm-dir scope file and a Mem0 library's local vector
 store all live in files. ``watchfiles`` reports a change within milliseconds; this module
 turns a changed path into a ``Hint`` (provider and scope) and tells memsync's own writes from
-another program's by the files themselves (``Signature``): after each cycle memsync notes
-each store's files as it left them, and a change counts only while the files differ from that
-note. For mnem this is exact, since while memsync holds a store no one else can write it.
+another program's by the files themselves (``Signature``): as each cycle lets a store go,
+memsync notes its files, and a change counts only while the files differ from that note.
+
+mnem rewrites its store file whenever a handle is dropped, even one that only read (a
+``verify``, a backup, an agent that looked and left). So a mnem store is noted with its head
+commit too (``Provider.left_token``), and files that moved are asked for it (``settled``): the
+same head and nothing staged is a store that was only opened and closed, not a change.
 
 A watcher only hints (Syncthing's way): a hint starts a cycle sooner, and the interval cycle
 stays the safety net, so a missed or failed watch costs latency, never data.
@@ -103,6 +107,11 @@ class LocalStore(ABC):
     def signature(self, scope: Scope | None) -> Signature:
         """The files of one scope's store as they are now."""
 
+    def settled(self, scope: Scope | None, token: str) -> Signature:
+        """The store's files, when their content is still what TOKEN (``left_token``) names:
+        they moved, but nothing was written. None when it was written, or cannot be told."""
+        return None
+
     def describe(self) -> str:
         return f"{self.provider} ({self.root})"
 
@@ -115,6 +124,25 @@ def _within(path: Path, root: Path) -> bool:
     return True
 
 
+def mnem_settled(store: Path, token: str) -> Signature:
+    """The files of the mnem store at STORE, if its head is still TOKEN with nothing staged.
+
+    Opened without waiting: a store someone holds is in use, and that is for a cycle to see.
+    """
+    from memsync.errors import MemsyncError
+    from memsync.providers.mnem.provider import MnemProvider
+
+    handle = MnemProvider("watch", store, busy_timeout=0.0)
+    try:
+        handle.open()
+        head = handle.left_token()
+    except MemsyncError:
+        head = None
+    finally:
+        handle.close()
+    return signature_of(store / ".mnem") if head == token else None
+
+
 class MnemStore(LocalStore):
     """A mnem store at a fixed path: its ``.mnem`` directory."""
 
@@ -123,6 +151,9 @@ class MnemStore(LocalStore):
 
     def signature(self, scope: Scope | None) -> Signature:
         return signature_of(self.root / ".mnem")
+
+    def settled(self, scope: Scope | None, token: str) -> Signature:
+        return mnem_settled(self.root, token)
 
 
 class MnemTemplate(LocalStore):
@@ -152,12 +183,18 @@ class MnemTemplate(LocalStore):
         return None
 
     def signature(self, scope: Scope | None) -> Signature:
+        path = self._store_of(scope)
+        return None if path is None else signature_of(path / ".mnem")
+
+    def settled(self, scope: Scope | None, token: str) -> Signature:
+        path = self._store_of(scope)
+        return None if path is None else mnem_settled(path, token)
+
+    def _store_of(self, scope: Scope | None) -> Path | None:
         if scope is None:
             return None
         try:
-            return signature_of(
-                fill_template(self.template, scope, provider=self.provider) / ".mnem"
-            )
+            return fill_template(self.template, scope, provider=self.provider)
         except HostileScope:
             return None
 
@@ -403,5 +440,6 @@ __all__ = [
     "Signature",
     "Watcher",
     "local_stores",
+    "mnem_settled",
     "signature_of",
 ]

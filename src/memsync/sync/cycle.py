@@ -88,9 +88,9 @@ class Engine:
         self.store = store
         self.settings = settings or EngineSettings()
         self.scoped = scoped
-        # Told a provider's name just before the cycle releases it, while memsync still holds
-        # its store (the daemon notes the store's files as memsync left them).
-        self.on_release: Callable[[str], None] | None = None
+        # Told a provider's name and ``left_token()`` once the cycle has released it (the
+        # daemon notes the store's files as memsync left them: closing a handle changes them).
+        self.on_release: Callable[[str, str | None], None] | None = None
 
     # the cycle ----------------------------------------------------------------------------
 
@@ -123,10 +123,15 @@ class Engine:
             provider.open()
             _set_aside_the_heap()
             self._opened.add(provider.name)
-            self._handles.callback(provider.close)
-            if self.on_release is not None:
-                self._handles.callback(self.on_release, provider.name)  # runs before the close
+            self._handles.callback(self._release, provider)
         return provider
+
+    def _release(self, provider: Provider) -> None:
+        """Close PROVIDER, then tell ``on_release`` what it held as memsync let go."""
+        token = provider.left_token() if self.on_release is not None else None
+        provider.close()
+        if self.on_release is not None:
+            self.on_release(provider.name, token)
 
     def _cycle(self, options: SyncOptions, joined_run: int | None = None) -> CycleReport:
         run_id = joined_run if joined_run is not None else _start_run(self.store)

@@ -238,6 +238,18 @@ class StoreHandle(Provider):
             error = ProviderError(f"{self.name}: cannot {doing}: {exc}")
         raise error
 
+    def left_token(self) -> str | None:
+        """The head commit, unless someone's changes are staged (then the head says too little)."""
+        if self._store is None or self._foreign_staging:
+            return None
+        try:
+            head: str | None = self.sdk_call(
+                "read the head commit", lambda: self.store.head_commit()
+            )
+        except ProviderError:
+            return None
+        return head
+
     # reads ------------------------------------------------------------------------------------
     def unstage(self, node_ids: list[str]) -> None:
         """Leave staging as memsync found it (clean) after a failed batch."""
