@@ -409,7 +409,7 @@ def render_status(report: dict[str, Any]) -> None:
     for name, info in sorted(report["providers"].items()):
         if line := _excluded_line(name, info):
             stdout.print(line, markup=False)
-    for name, found in sorted(report.get("discovery", {}).items()):
+    for _name, found in sorted(report.get("discovery", {}).items()):
         if found.get("warning"):
             stdout.print(f"[yellow]WARNING {escape(found['warning'])}[/yellow]")
         elif found.get("line"):
