@@ -9,8 +9,11 @@ with ``id UUID``, ``vector`` and ``payload JSONB``, the payload holding ``user_i
 ``census`` groups the table by the configured scope keys in one query: per scope, how many
 memories and a digest of every id and payload. Discovery reads the scopes from it; the probe
 compares each scope's count and digest with those of its last listing, so an add, an edit, a
-delete and an add backdated by its metadata all show, at any size. The digest is the sum of a
-60-bit slice of ``md5(id || payload)`` per memory: order-free, one pass, no sort.
+delete and an add backdated by its metadata all show, at any size. The digest is the sum of
+PostgreSQL's 64-bit ``hashtextextended(id || payload)`` per memory: order-free, one pass, no
+sort, twice as fast as an md5 of each (1,000 users of 200 memories: 0.65 s against 1.36 s on
+a busy 2-core machine; the count alone takes 0.12 s). A server upgrade that changed the hash
+would flag every scope once: one listing each, nothing more.
 
 The connection is memsync's only way into the server's storage, so it can never write:
 ``default_transaction_read_only`` is set for the session and every transaction is opened
@@ -99,8 +102,7 @@ class ServerDatabase:
         ]
         conditions += [sql.SQL("coalesce({}, '') <> ''").format(c) for c in columns]
         digest = sql.SQL(
-            "coalesce(sum(('x' || left(md5(id::text || coalesce(payload::text, '')), 15))"
-            "::bit(60)::bigint), 0)::text"
+            "coalesce(sum(hashtextextended(id::text || coalesce(payload::text, ''), 0)), 0)::text"
         )
         query = sql.SQL("SELECT {} FROM {}{}{}").format(
             sql.SQL(", ").join([*columns, sql.SQL("count(*)"), digest]),
