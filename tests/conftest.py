@@ -13,6 +13,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -82,3 +83,23 @@ def write_config(home: Path, text: str) -> Path:
     path = home / "config" / "config.toml"
     path.write_text(text)
     return path
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """One real PostgreSQL server for the session (``tests/postgres_server.py``); a machine
+    without it fails here with what to install, never skips."""
+    from tests.postgres_server import running_postgres
+
+    with running_postgres() as server:
+        yield server
+
+
+@pytest.fixture
+def mem0_database(postgres: Any) -> str:
+    """A fresh database holding upstream's empty ``memories`` table: its superuser URL."""
+    from tests.postgres_server import memories_table
+
+    url = postgres.url(postgres.create_database())
+    memories_table(url)
+    return url

@@ -222,7 +222,7 @@ def test_status_verify_and_log_per_scope(team: Path, cli: Any) -> None:
 def test_check_reports_discovered_scopes_and_the_store_template(team: Path, cli: Any) -> None:
     result = cli("check")
     assert result.exit_code == 0, result.output
-    assert "mem0 [mem0-oss] (active): reachable, 3 scope(s) discovered" in result.output
+    assert "mem0 [mem0-oss] (active): reachable, 3 users discovered" in result.output
     assert f"one store per scope under {team / 'agents'} (created on first write)" in result.output
 
 

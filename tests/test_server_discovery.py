@@ -101,6 +101,8 @@ def test_any_valid_key_discovers_the_users_through_entities(key: str, tmp_path: 
         "scopes": 2,
         "complete": True,
         "note": None,
+        "source": "GET /entities",
+        "noun": "users",
     }
     assert backup_texts(tmp_path) == {
         "alice.pmm.jsonl": {"alice likes tea", "alice has a cat"},

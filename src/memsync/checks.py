@@ -14,7 +14,7 @@ from memsync.config import Config
 from memsync.errors import MemsyncError, ProviderUnavailable
 from memsync.providers import build_provider
 from memsync.scopes import is_template
-from memsync.scopes.views import check_scoped
+from memsync.scopes.views import IncompleteDiscovery, check_scoped
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +22,7 @@ class ProviderCheck:
     name: str
     type: str
     active: bool  # the backend at the centre of the star
-    answer: Literal["ok", "unavailable", "failed"]
+    answer: Literal["ok", "unavailable", "failed", "incomplete"]
     detail: str  # what it said, or why it did not answer
 
 
@@ -35,7 +35,9 @@ def check_providers(config: Config) -> Iterator[ProviderCheck]:
 def _check(config: Config, name: str) -> ProviderCheck:
     entry = config.providers[name]
 
-    def answer(state: Literal["ok", "unavailable", "failed"], detail: str) -> ProviderCheck:
+    def answer(
+        state: Literal["ok", "unavailable", "failed", "incomplete"], detail: str
+    ) -> ProviderCheck:
         return ProviderCheck(name, entry.type, name == config.sync.active, state, detail)
 
     try:
@@ -47,6 +49,8 @@ def _check(config: Config, name: str) -> ProviderCheck:
                 detail = check_scoped(config, name, provider) or provider.check()
     except ProviderUnavailable as exc:
         return answer("unavailable", str(exc))
+    except IncompleteDiscovery as exc:
+        return answer("incomplete", str(exc))
     except MemsyncError as exc:
         return answer("failed", str(exc))
     return answer("ok", detail)

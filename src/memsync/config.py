@@ -55,6 +55,14 @@ _SECRET_HINT = (
     '(an environment variable holding the key) or api_key_file = "path/to/file"'
 )
 
+# A database URL carries a password: never in the config either.
+_DATABASE_KEYS = {"database_url", "database", "dsn", "connection_string"}
+_DATABASE_HINT = (
+    "a database URL carries a password and is never read from the config file; set "
+    'database_url_env = "VARIABLE_NAME" (a variable holding postgresql://...) or '
+    'database_url_file = "path/to/file"'
+)
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
 
@@ -134,9 +142,21 @@ class ProviderBase(_Strict):
     def _refuse_inline_secrets(cls, data: Any) -> Any:
         if isinstance(data, dict):
             for key in data:
+                if str(key).lower() in _DATABASE_KEYS:
+                    raise ValueError(f"'{key}': {_DATABASE_HINT}")
                 if str(key).lower() in _SECRET_KEYS:
                     raise ValueError(f"'{key}': {_SECRET_HINT}")
         return data
+
+
+def _variable_name(value: str | None, key: str) -> str | None:
+    if value is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        hint = _DATABASE_HINT if key.startswith("database") else _SECRET_HINT
+        raise ValueError(
+            "expected the NAME of an environment variable (letters, digits, _), "
+            "not the secret itself; " + hint
+        )
+    return value
 
 
 class _Authenticated(ProviderBase):
@@ -149,15 +169,9 @@ class _Authenticated(ProviderBase):
             raise ValueError("set api_key_env or api_key_file, not both")
         return self
 
-    @field_validator("api_key_env")
-    @classmethod
-    def _looks_like_a_name(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
-            raise ValueError(
-                "expected the NAME of an environment variable (letters, digits, _), "
-                "not the key itself; " + _SECRET_HINT
-            )
-        return value
+    _looks_like_a_name = field_validator("api_key_env")(
+        classmethod(lambda cls, v: _variable_name(v, "api_key_env"))
+    )
 
 
 class _Http(_Authenticated):
@@ -254,15 +268,69 @@ class Mem0ServerConfig(_Http):
     auth: Literal["api-key", "bearer", "none"] = "api-key"
     # auth = "bearer": the server's single-use refresh token, a file memsync rewrites on use
     refresh_token_file: Path | None = None
+    # The server's own PostgreSQL database, read-only, for discovery and the probe: its URL
+    # (a secret) from a variable or a file, and the table (the server's collection_name).
+    database_url_env: str | None = None
+    database_url_file: Path | None = None
+    database_table: str = "memories"
+    # Without a database: the team's scopes named by the team, one a line (docs/mem0-server.md).
+    scopes_file: Path | None = None
+    scopes_command: tuple[str, ...] | None = None
 
     _scope = field_validator("scope")(_check_scope)
     _scope_keys = field_validator("scope")(_no_platform_only_keys)
+    _url_name = field_validator("database_url_env")(
+        classmethod(lambda cls, v: _variable_name(v, "database_url_env"))
+    )
+
+    @field_validator("database_table")
+    @classmethod
+    def _table_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]{0,62}", value):
+            raise ValueError(f"expected a table name such as 'memories', got {value!r}")
+        return value
+
+    @field_validator("scopes_command", mode="before")
+    @classmethod
+    def _command(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError(
+                f'expected the command as a list of words, e.g. scopes_command = ["{value}"]'
+            )
+        if value is not None and not value:
+            raise ValueError("expected a command, e.g. scopes_command = ['list-users']")
+        return value
 
     @model_validator(mode="after")
     def _refresh_needs_bearer(self) -> Mem0ServerConfig:
         if self.refresh_token_file is not None and self.auth != "bearer":
             raise ValueError('refresh_token_file goes with auth = "bearer"')
         return self
+
+    @model_validator(mode="after")
+    def _one_way_to_find_the_team(self) -> Mem0ServerConfig:
+        if self.database_url_env and self.database_url_file:
+            raise ValueError("set database_url_env or database_url_file, not both")
+        if self.scopes_file is not None and self.scopes_command is not None:
+            raise ValueError("set scopes_file or scopes_command, not both")
+        listed = self.scopes_file is not None or self.scopes_command is not None
+        database = bool(self.database_url_env or self.database_url_file)
+        if listed and database:
+            raise ValueError(
+                "a database connection already finds every scope: set database_url_env (or "
+                "database_url_file) or scopes_file/scopes_command, not both"
+            )
+        if listed and WILDCARD not in self.scope.values():
+            raise ValueError(
+                "scopes_file and scopes_command name the scopes of a wildcard, e.g. "
+                'scope = { user_id = "*" }'
+            )
+        return self
+
+    @property
+    def database(self) -> bool:
+        """Whether a database connection is configured."""
+        return bool(self.database_url_env or self.database_url_file)
 
 
 class Mem0PlatformConfig(_Http):
@@ -526,7 +594,14 @@ def _resolve_paths(config: Config, base_dir: Path) -> Config:
     providers: dict[str, Any] = {}
     for name, provider in config.providers.items():
         updates: dict[str, Any] = {}
-        for key in ("path", "api_key_file", "mem0_config_file", "refresh_token_file"):
+        for key in (
+            "path",
+            "api_key_file",
+            "mem0_config_file",
+            "refresh_token_file",
+            "database_url_file",
+            "scopes_file",
+        ):
             if getattr(provider, key, None) is not None:
                 updates[key] = fix(getattr(provider, key))
         providers[name] = provider.model_copy(update=updates) if updates else provider

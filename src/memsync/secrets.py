@@ -1,4 +1,4 @@
-"""API keys, read from the environment or a file and never printed.
+"""API keys and database URLs, read from the environment or a file and never printed.
 
 A Secret hides its value from repr/str so it cannot leak into logs, status, exceptions or
 tracebacks by accident; code that needs the value calls ``reveal()`` at the point of use.
@@ -36,14 +36,17 @@ class Secret:
         return hash(self.source)
 
 
-def resolve_secret(provider: str, env_name: str | None, file_path: Path | None) -> Secret | None:
-    """The key configured for a provider, or None when it has none."""
+def resolve_secret(
+    provider: str, env_name: str | None, file_path: Path | None, *, key: str = "api_key"
+) -> Secret | None:
+    """The secret configured for a provider (its API key, or KEY: ``database_url``), or None
+    when it has none."""
     if env_name:
         value = os.environ.get(env_name, "")
         if not value.strip():
             raise ConfigError(
                 f"providers.{provider}: environment variable {env_name} is not set; "
-                f"export {env_name}=... before starting memsync, or use api_key_file"
+                f"export {env_name}=... before starting memsync, or use {key}_file"
             )
         return Secret(value.strip(), f"${env_name}")
     if file_path:
@@ -51,10 +54,10 @@ def resolve_secret(provider: str, env_name: str | None, file_path: Path | None) 
             value = Path(file_path).read_text(encoding="utf-8").strip()
         except OSError as exc:
             raise ConfigError(
-                f"providers.{provider}: cannot read api_key_file {file_path} ({exc.strerror})"
+                f"providers.{provider}: cannot read {key}_file {file_path} ({exc.strerror})"
             ) from None
         if not value:
-            raise ConfigError(f"providers.{provider}: api_key_file {file_path} is empty")
+            raise ConfigError(f"providers.{provider}: {key}_file {file_path} is empty")
         return Secret(value, str(file_path))
     return None
 

@@ -47,6 +47,17 @@ direction = "push"
 # direction = "both"
 # exclude = { ids = ["*:_seq"] }     # agent frameworks' counter nodes: not memories
 
+# A self-hosted Mem0 server, a whole team (docs/mem0-server.md). Past 10,000 memories its
+# routes cannot show every user: give memsync read-only access to the server's own database
+# (discovery and the probe then see everyone, at any size), or name the team in a file.
+# [providers.server]
+# type = "mem0-server"
+# base_url = "https://mem0.internal:8000"
+# scope = { user_id = "*" }
+# api_key_env = "MEM0_ADMIN_KEY"
+# database_url_env = "MEM0_DATABASE_URL"  # postgresql://reader:...@host/db, a role with SELECT only
+# scopes_file = "~/team.txt"              # or, without a database: one user id a line
+
 # The hosted Mem0 Platform; the key comes from the environment or a file, never from here:
 # [providers.platform]
 # type = "mem0-platform"

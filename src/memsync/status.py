@@ -38,6 +38,7 @@ def collect_status(paths: Paths) -> dict[str, Any]:
         "conflicts": {"open": 0},
         "rollbacks": {},  # provider -> memories it went back in time on, not settled yet
         "last_run": None,
+        "discovery": {},  # per wildcard source, from the newest run that discovered scopes
         "last_backup": _last_backup(paths.backups_dir),
         "backups": newest_backups(paths.backups_dir),
     }
@@ -153,6 +154,7 @@ def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
     report["rollbacks"] = store.rollbacks.counts()
     for name, count in report["rollbacks"].items():
         _provider_entry(report, name)["rolled_back"] = count
+    report["discovery"] = last_discovery(store, report["providers"])
     run = store.runs.latest()
     if run:
         report["last_run"] = {
@@ -162,6 +164,28 @@ def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
             "status": run.status,
             "duration_s": _duration(run.started_at, run.finished_at),
         }
+
+
+def last_discovery(store: StagingStore, configured: dict[str, Any]) -> dict[str, Any]:
+    """What the newest run's discovery found per configured wildcard source, each with the
+    warning a person must read while it is not complete ("N users found, more may exist")."""
+    from memsync.scopes.report import discovery_line, incomplete_discoveries
+
+    found = store.runs.latest_discovery()
+    if found is None:
+        return {}
+    run_id, finished_at, raw = found
+    sources = {
+        name: dict(entry)
+        for name, entry in json.loads(raw).items()
+        if name in configured and configured[name].get("configured", True)
+    }
+    warnings = incomplete_discoveries(sources)
+    for name, entry in sources.items():
+        entry["run_id"], entry["at"] = run_id, finished_at
+        entry["warning"] = warnings.get(name)
+        entry["line"] = warnings.get(name) or discovery_line(name, entry)
+    return sources
 
 
 def cycle_history(store: StagingStore, limit: int = 60) -> list[dict[str, Any]]:
@@ -385,6 +409,11 @@ def render_status(report: dict[str, Any]) -> None:
     for name, info in sorted(report["providers"].items()):
         if line := _excluded_line(name, info):
             stdout.print(line, markup=False)
+    for _name, found in sorted(report.get("discovery", {}).items()):
+        if found.get("warning"):
+            stdout.print(f"[yellow]WARNING {escape(found['warning'])}[/yellow]")
+        elif found.get("line"):
+            stdout.print(found["line"], markup=False)
     outbox = report["outbox"]
     stdout.print(
         f"outbox: {outbox['pending']} pending, {outbox['failed']} failing, {outbox['dead']} dead",

@@ -23,8 +23,9 @@ upstream server run offline (``docs/mem0-server.md`` says what was seen):
 - Mem0 failures answer 502 ``{"detail", "code", "request_id"}``; ``ValueError`` answers 404
   when it says "not found", 400 otherwise (``_client_error``).
 
-The vector store is local qdrant, but the double answers as upstream's default store
-(pgvector) does: ids that are not UUIDs fail with 502, ``top_k=0`` with ``show_expired``
+The vector store is local qdrant (or, with ``database_url``, a real PostgreSQL table of
+upstream's shape through mem0's own pgvector store), and the double answers as upstream's
+default store (pgvector) does: ids that are not UUIDs fail with 502, ``top_k=0`` with ``show_expired``
 lists nothing. ``qdrant_list_bug=True`` is upstream on Qdrant instead: its admin listing and
 ``/entities`` unwrap a list where Qdrant returns a tuple, so the listing answers two rows whose
 every field is null and ``/entities`` answers ``[]``, as seen on the upstream server.
@@ -104,8 +105,11 @@ class BiasedHashEmbedder(HashEmbedder):
         return [x / 2**0.5 for x in vector]
 
 
-def offline_memory(*, embedder: HashEmbedder | None = None) -> Memory:
-    """A real mem0 Memory that never leaves the machine."""
+def offline_memory(
+    *, embedder: HashEmbedder | None = None, database_url: str | None = None
+) -> Memory:
+    """A real mem0 Memory that never leaves the machine; with DATABASE_URL, its memories live
+    in that PostgreSQL database's ``memories`` table, through mem0's own pgvector store."""
     config = {
         "vector_store": {
             "provider": "qdrant",
@@ -133,6 +137,11 @@ def offline_memory(*, embedder: HashEmbedder | None = None) -> Memory:
         warnings.simplefilter("ignore", UserWarning)
         memory = Memory.from_config(config)
     memory.embedding_model = embedder or HashEmbedder(DIMS)
+    if database_url is not None:
+        from tests.doubles.mem0_postgres_store import PostgresStore
+
+        memory.vector_store = PostgresStore(database_url, "memories", DIMS)
+        memory.vector_store.create_col()
     return memory
 
 
@@ -272,11 +281,14 @@ class Mem0ServerDouble:
         qdrant_list_bug: bool = False,
         search_finds_all: bool = True,
         clock: Clock | None = None,
+        database_url: str | None = None,
     ) -> None:
         """``api_key`` is ADMIN_API_KEY; ``user_keys`` maps ``m0sk_`` keys to their user's
         role ("admin", or "member" as only SQL makes one). Auth is disabled when neither is
         given (``auth_disabled`` says otherwise). ``search_finds_all=False`` embeds with
-        signed hashes, so a search may rank a memory below ``threshold: 0`` and leave it out."""
+        signed hashes, so a search may rank a memory below ``threshold: 0`` and leave it out.
+        ``database_url``: the memories live in that PostgreSQL database's ``memories`` table, as
+        on upstream's default store (``mem0_postgres_store``)."""
         self.auth = ServerAuth(
             admin_api_key=api_key,
             auth_disabled=(api_key is None and not user_keys)
@@ -299,7 +311,8 @@ class Mem0ServerDouble:
         self.openapi = openapi
         self.entity_scan_limit = ENTITY_SCAN_LIMIT
         embedder = BiasedHashEmbedder(DIMS) if search_finds_all else HashEmbedder(DIMS)
-        self.memory = memory or offline_memory(embedder=embedder)
+        self.database_url = database_url
+        self.memory = memory or offline_memory(embedder=embedder, database_url=database_url)
         self.lock = threading.Lock()
         self.faults = Faults()
         self.extraction_requests = 0

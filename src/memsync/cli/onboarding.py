@@ -10,7 +10,12 @@ from memsync.errors import MemsyncError
 from memsync.files import write_private_text
 from memsync.starter import STARTER_CONFIG
 
-_ANSWERS = {"ok": "", "unavailable": "not available: ", "failed": "FAILED: "}
+_ANSWERS = {
+    "ok": "",
+    "unavailable": "not available: ",
+    "failed": "FAILED: ",
+    "incomplete": "INCOMPLETE: ",
+}
 
 
 @click.command()
@@ -23,6 +28,11 @@ def init(app: App, force: bool) -> None:
         raise MemsyncError(f"{path} already exists; edit it, or pass --force to replace it")
     write_private_text(path, STARTER_CONFIG)
     click.echo(f"wrote {path}\nedit it, then run `memsync check`")
+    click.echo(
+        "a team on a self-hosted Mem0 server past 10,000 memories: give memsync read-only "
+        "access to the server's database (database_url_env in the [providers.server] example; "
+        "docs/mem0-server.md), or every user cannot be found"
+    )
 
 
 @click.command()
@@ -30,7 +40,8 @@ def init(app: App, force: bool) -> None:
 def check(app: App) -> None:
     """Validate the config and reach each provider.
 
-    Exits 0 when every provider answered, 1 when one did not (each is listed with why).
+    Exits 0 when every provider answered, 1 when one did not (each is listed with why) or
+    could not show it found every user of a team ("N users found, more may exist").
     """
     config = app.config
     click.echo(f"config: {app.paths.config_file}: ok ({len(config.providers)} providers)")

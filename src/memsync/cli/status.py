@@ -129,7 +129,9 @@ def _print_scoped_verify(scoped: ScopedVerifyReport) -> None:
         f"{totals['differing']} with differences, {totals['errors']} could not be verified"
         + (f"; {totals['explained']} explained" if totals["explained"] else "")
     )
-    if not scoped.reconciled:
+    for line in scoped.unfound.values():
+        click.echo(f"{line}: those never looked at are not verified, so the team is not reconciled")
+    if not scoped.reconciled and not scoped.unfound:
         click.echo(
             f"`memsync verify {scoped.a} {scoped.b} --scope KEY=VALUE` lists one scope's "
             "differences"

@@ -44,6 +44,7 @@ from memsync.errors import ConfigError, LockHeld, MemsyncError
 from memsync.lock import daemon_lock, is_locked
 from memsync.paths import Paths
 from memsync.providers.mem0.server_tokens import require_lasting_credentials
+from memsync.scopes.report import incomplete_discoveries
 from memsync.scopes.triggers import Live
 from memsync.signal_inbox import SignalInbox, blocked_in_new_threads
 from memsync.staging.store import checkpoint
@@ -84,6 +85,7 @@ def summarize(report: CycleReport, seconds: float) -> str:
         parts.append(f"{open_conflicts} open conflict(s)")
     if report.waiting:
         parts.append(f"{report.waiting} waiting")
+    parts += incomplete_discoveries(getattr(report, "discovery", {})).values()
     return f"sync #{report.run_id} {verdict} in {seconds:.1f}s: " + "; ".join(parts)
 
 

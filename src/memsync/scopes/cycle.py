@@ -40,7 +40,7 @@ from memsync.scopes.model import (
     scoped_name,
     split_scoped_name,
 )
-from memsync.scopes.report import ScopedCycleReport, ScopeOutcome
+from memsync.scopes.report import ScopedCycleReport, ScopeOutcome, scope_noun
 from memsync.staging import StagingStore
 from memsync.sync.cycle import end_shared_run, finish_run, start_shared_run
 from memsync.sync.failures import without_name
@@ -157,18 +157,20 @@ def _discover(
                 binder.unavailable[name] = exc
             log.debug("%s: %s", name, exc)  # printed once, with the other failures
             continue
-        report.discovery[name] = _discovery_dict(discovery)
+        report.discovery[name] = _discovery_dict(discovery, binder.keys)
         complete = complete and discovery.complete
         found |= discovery.scopes
     return found, complete
 
 
-def _discovery_dict(discovery: Discovery) -> dict[str, Any]:
+def _discovery_dict(discovery: Discovery, keys: tuple[str, ...]) -> dict[str, Any]:
     return {
         "state": "ok" if discovery.complete else "partial",
         "scopes": len(discovery.scopes),
         "complete": discovery.complete,
         "note": discovery.note,
+        "source": discovery.source,
+        "noun": scope_noun(keys),
     }
 
 

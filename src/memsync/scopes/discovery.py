@@ -33,7 +33,8 @@ MAX_ENTITY_PAGES = 10_000
 class Discovery:
     scopes: set[Scope] = field(default_factory=set)
     complete: bool = True
-    note: str | None = None  # why it is not complete
+    note: str | None = None  # why it is not complete (or, complete, what else was seen)
+    source: str | None = None  # how the scopes were found ("database", "GET /entities"...)
 
 
 def discover_scopes(

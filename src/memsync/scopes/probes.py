@@ -16,6 +16,9 @@ provider in full. What each store offers, checked against upstream:
   memsync's own writes do this) with a delete in the same window leaves all three as they
   were; the full pass finds it. Past the scan's 10,000 memories the answer is partial, and the
   probe is not used.
+- ``mem0-server`` with a database connection: one query over the server's own table
+  (``providers/mem0/server_database.py``): per scope the count and a digest of every id and
+  payload. Complete at any size; nothing hides, backdated adds and deletes included.
 - ``mem0-platform``: the v3 list filtered on ``updated_at`` since the last probe (less the
   look-back) across every scope: one short page naming the scope of every memory added or
   edited. Deletes do not show (nor an add backdated out of the window): the full pass finds
@@ -38,7 +41,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memsync.config import Config, HindsightConfig
+from memsync.config import Config, HindsightConfig, Mem0ServerConfig
 from memsync.errors import InvalidResponse, MemsyncError, ProviderError
 from memsync.providers.base import Provider
 from memsync.records import parse_instant
@@ -49,6 +52,7 @@ log = logging.getLogger("memsync.probe")
 WHOLE = ""  # the scope label of a provider that holds one scope
 PLATFORM_PAGES = 5  # pages of changed memories one probe reads before it lists every scope
 ABSENT = "0//"  # the token of an entity the server does not list: it holds no memories
+EMPTY_TABLE = "0/0"  # the database probe's token of a scope its table holds nothing of
 
 
 class ProbeUnsure(MemsyncError):
@@ -178,6 +182,54 @@ class ServerEntitiesProbe(Probe):
         }
 
 
+class ServerDatabaseProbe(Probe):
+    """The server's own table, one query a period: a scope's token is its count and the digest
+    of its memories' ids and payloads (``server_database.census``). Complete at any size: an
+    add, an edit, a delete and a backdated add each change a digest."""
+
+    def __init__(
+        self, name: str, provider: Provider, keys: tuple[str, ...], fixed: Mapping[str, str]
+    ) -> None:
+        super().__init__(name, provider)
+        self.keys = keys  # the wildcard keys; () for a provider of one scope
+        self.fixed = dict(fixed)
+
+    def ask(self, known: Mapping[str, str]) -> Flags:
+        database: Any = getattr(self.provider, "database", None)
+        if database is None:
+            raise ProviderError(f"{self.name}: no database connection to probe")
+        census = database.census(self.keys, self.fixed)
+        tokens: dict[str, str] = {}
+        for values, digest in census.scopes.items():
+            label = (
+                Scope.of(dict(zip(self.keys, values, strict=True))).label if self.keys else WHOLE
+            )
+            tokens[label] = digest.token
+        for label in known:
+            tokens.setdefault(label, EMPTY_TABLE)  # its memories went
+        if not self.keys:
+            tokens.setdefault(WHOLE, EMPTY_TABLE)
+        flags = Flags(tokens=tokens)
+        flags.scopes = {label for label, now in tokens.items() if known.get(label) != now}
+        return flags
+
+    def unseen(self, label: str) -> str | None:
+        """A scope the table holds no memory of."""
+        return EMPTY_TABLE
+
+    def credible(self, label: str, token: str, listed: int) -> str | None:
+        """The server lists what its table holds: a complete listing that found more memories
+        than the table counts (just before) says the table is not the server's."""
+        counted = int(token.split("/", 1)[0])
+        if listed <= counted:
+            return None
+        return (
+            f"the database counts {counted} memories for {label or 'its scope'} where the "
+            f"server listed {listed}: is database_url the server's own database, and "
+            "database_table its collection?"
+        )
+
+
 # --- mem0-platform -----------------------------------------------------------------------------
 
 
@@ -281,8 +333,8 @@ def probes_for(config: Config, build: Callable[[str], Provider]) -> list[Probe]:
     probes: list[Probe] = []
     for name, entry in config.providers.items():
         kind: type[Probe] | None = None
-        if entry.type == "mem0-server":
-            kind = ServerEntitiesProbe
+        if isinstance(entry, Mem0ServerConfig):
+            kind = ServerDatabaseProbe if entry.database else ServerEntitiesProbe
         elif entry.type == "mem0-platform":
             kind = PlatformChangesProbe
         elif isinstance(entry, HindsightConfig) and entry.bank is not None:
@@ -294,10 +346,8 @@ def probes_for(config: Config, build: Callable[[str], Provider]) -> list[Probe]:
         except MemsyncError as exc:
             log.warning("not probing %s: %s; its changes are found by the full pass", name, exc)
             continue
-        if kind is ServerEntitiesProbe:
-            probes.append(
-                ServerEntitiesProbe(name, provider, wildcard_keys(entry), fixed_keys(entry))
-            )
+        if kind is ServerEntitiesProbe or kind is ServerDatabaseProbe:
+            probes.append(kind(name, provider, wildcard_keys(entry), fixed_keys(entry)))
         elif kind is PlatformChangesProbe:
             probes.append(PlatformChangesProbe(name, provider, wildcard_keys(entry)))
         else:
@@ -312,6 +362,7 @@ __all__ = [
     "PlatformChangesProbe",
     "Probe",
     "ProbeUnsure",
+    "ServerDatabaseProbe",
     "ServerEntitiesProbe",
     "probes_for",
 ]

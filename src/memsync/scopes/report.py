@@ -3,11 +3,49 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from memsync.scopes.model import Scope
 from memsync.sync.report import CycleReport, ProviderState
+
+NOUNS = {"user_id": "users", "agent_id": "agents", "app_id": "apps", "run_id": "runs"}
+
+
+def scope_noun(keys: tuple[str, ...]) -> str:
+    """What a wildcard's scopes are called: "users" for ``user_id = "*"``, else "scopes"."""
+    return NOUNS.get(keys[0], "scopes") if len(keys) == 1 else "scopes"
+
+
+def discovery_line(name: str, found: Mapping[str, Any]) -> str | None:
+    """One provider's discovery as a person reads it; None when it failed (its error is
+    printed with the other failures). An incomplete one always says "more may exist"."""
+    if found.get("error"):
+        return None
+    noun = found.get("noun") or "scopes"
+    count = found.get("scopes", 0)
+    how = f" through {found['source']}" if found.get("source") else ""
+    if not found.get("complete", True):
+        why = f" ({found['note']})" if found.get("note") else ""
+        return f"{name}: {count} {noun} found, more may exist{why}"
+    also = f"; {found['note']}" if found.get("note") else ""
+    return f"{name}: discovered {count} {noun}{how}{also}"
+
+
+def incomplete_discoveries(discovery: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Provider → what a person must read, for every discovery not shown complete (partial,
+    or failed: a discovery that could not run saw nothing)."""
+    lines: dict[str, str] = {}
+    for name, found in discovery.items():
+        if found.get("complete") is True:
+            continue
+        line = discovery_line(name, found)
+        if line is None:
+            noun = found.get("noun") or "scopes"
+            line = f"{name}: {noun} not discovered, more may exist ({found.get('error')})"
+        lines[name] = line
+    return lines
 
 
 @dataclass
@@ -42,6 +80,8 @@ class ScopedCycleReport(CycleReport):
         code = super().exit_code
         if code == 0 and any(s.state == ProviderState.ERROR for s in self.scopes.values()):
             return 1
+        if code == 0 and incomplete_discoveries(self.discovery):
+            return 1  # some of the team was never looked at: not ok (docs/mem0-server.md)
         return code
 
     def quiet_names(self, *, shown: int = 20) -> set[str]:
@@ -56,9 +96,9 @@ class ScopedCycleReport(CycleReport):
         own failure is printed once with the others (``provider_failures``), never here."""
         lines = []
         for name, found in self.discovery.items():
-            if not found.get("error"):
-                note = f" (partial: {found['note']})" if found.get("note") else ""
-                lines.append(f"{name}: discovered {found['scopes']} scope(s){note}")
+            line = discovery_line(name, found)
+            if line is not None:
+                lines.append(line)
         for label, scope in self.scopes.items():
             if scope.state == ProviderState.ERROR and not scope.providers:
                 error = scope.error or ""

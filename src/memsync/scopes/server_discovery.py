@@ -1,6 +1,10 @@
 """Which users, agents or runs a self-hosted Mem0 server holds: the server part of discovery.
 
-Upstream offers two ways, and memsync takes the better one the server has:
+With a database connection (``database_url_env``/``database_url_file``), one query over the
+server's own table lists every scope, at any size (``providers/mem0/server_database.py``).
+Without one, the team may name its scopes (``scopes_file``/``scopes_command``,
+``scopes/named.py``): that list is taken as complete, and any scope the routes find beside it is
+synced too and said. Otherwise upstream's routes, and memsync takes the better one the server has:
 
 1. ``GET /entities`` (since 2026-04): any valid key; one pass over at most 10,000 memories;
    one row per user, agent and run with its ``total_memories``. A single wildcard
@@ -23,16 +27,20 @@ checked against the admin listing before it is believed.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from memsync.errors import AuthError, InvalidResponse, ProviderError
+from memsync.errors import AuthError, InvalidResponse, MemsyncError, ProviderError
 from memsync.scopes.discovery import Discovery, scope_of
 from memsync.scopes.model import Scope
+from memsync.scopes.named import NamedScopes
 
 if TYPE_CHECKING:
     from memsync.providers.mem0.server import Mem0ServerProvider
+
+log = logging.getLogger(__name__)
 
 ADMIN_CAP = 1000  # server/main.py: ALL_MEMORIES_LIMIT
 
@@ -40,29 +48,71 @@ ADMIN_CAP = 1000  # server/main.py: ALL_MEMORIES_LIMIT
 def discover_server_scopes(
     provider: Mem0ServerProvider, keys: tuple[str, ...], fixed: Mapping[str, str]
 ) -> Discovery:
-    """The scopes a Mem0 server holds, as values of the wildcard ``keys``."""
+    """The scopes a Mem0 server holds, as values of the wildcard ``keys``: from its own
+    database where one is configured (complete at any size), else the scopes the team names
+    and those the routes find, else the routes alone."""
+    if provider.database is not None:
+        census = provider.database.census(keys, fixed)
+        scopes = {Scope.of(dict(zip(keys, values, strict=True))) for values in census.scopes}
+        return Discovery(scopes, source="database")
+    if provider.scopes_file is not None or provider.scopes_command is not None:
+        return _named(provider, keys, fixed)
+    return _from_routes(provider, keys, fixed)
+
+
+def _named(
+    provider: Mem0ServerProvider, keys: tuple[str, ...], fixed: Mapping[str, str]
+) -> Discovery:
+    """The scopes the team names, complete because the team says so, and any more the
+    routes find (said in the note: the list may be out of date)."""
+    named = NamedScopes(provider.name, provider.scopes_file, provider.scopes_command)
+    listed = named.read(keys, fixed)
+    try:
+        found = _from_routes(provider, keys, fixed).scopes
+    except AuthError:
+        raise  # a refused credential fails every scope's listing too: said as it is
+    except MemsyncError as exc:
+        log.debug(
+            "%s: the routes found no scopes beside %s: %s", provider.name, named.describe(), exc
+        )
+        found = set()
+    beyond = sorted(s.label for s in found - listed)
+    note = None
+    if beyond:
+        shown = ", ".join(beyond[:3]) + (f" and {len(beyond) - 3} more" if len(beyond) > 3 else "")
+        note = f"the server also holds {shown}, not in {named.describe()}"
+    return Discovery(listed | found, note=note, source=named.describe())
+
+
+def _from_routes(
+    provider: Mem0ServerProvider, keys: tuple[str, ...], fixed: Mapping[str, str]
+) -> Discovery:
+    """Through ``GET /entities``, else the admin listing."""
     wildcard = " and ".join(f'{k} = "*"' for k in keys)
     census = provider.entities() if len(keys) == 1 and not fixed else None
     if census is not None:
         (key,) = keys
         scopes = {Scope.of({key: e.id}) for e in census.of_key(key)}
         if census.entities:
-            return Discovery(scopes, complete=census.complete, note=census.note)
+            return Discovery(
+                scopes, complete=census.complete, note=census.note, source="GET /entities"
+            )
         try:  # [] is also what a Qdrant-backed server answers: is the server really empty?
             held = _admin_rows(provider, wildcard, top_k=1)
         except AuthError as exc:
             if exc.status != 403:
                 raise
             note = "GET /entities answered [] and only an admin may confirm the server is empty"
-            return Discovery(set(), complete=False, note=note)
+            return Discovery(set(), complete=False, note=note, source="GET /entities")
         if not held:
-            return Discovery(set())
+            return Discovery(set(), source="GET /entities")
     rows = _admin_rows(provider, wildcard, top_k=ADMIN_CAP, why=_why_listing(census, fixed))
     scopes = set()
     for row in rows:
         scope = scope_of(row, keys, fixed)
         if scope is not None:
             scopes.add(scope)
+    source = "GET /memories without ids"
     if len(rows) >= ADMIN_CAP:
         return Discovery(
             scopes,
@@ -71,8 +121,9 @@ def discover_server_scopes(
                 f"GET /memories without ids lists at most {ADMIN_CAP} memories server-wide, so "
                 "scopes beyond them are found only once their memories are among those"
             ),
+            source=source,
         )
-    return Discovery(scopes)
+    return Discovery(scopes, source=source)
 
 
 def _why_listing(census: Any, fixed: Mapping[str, str]) -> str:

@@ -39,6 +39,7 @@ from memsync.providers.base import Provider
 from memsync.records import utc_now_iso
 from memsync.scopes.model import Scope, scoped_config_keys, scoped_name, split_scoped_name
 from memsync.scopes.probes import WHOLE, Flags, Probe, ProbeUnsure, probes_for
+from memsync.scopes.report import incomplete_discoveries
 from memsync.scopes.watch import (
     Hint,
     LocalStore,
@@ -435,6 +436,10 @@ class Live:
         parts = [f"wrote {written}", *trouble]
         if report.failures:
             parts.append(f"{len(report.failures)} failed")
+        unfound = list(incomplete_discoveries(getattr(report, "discovery", {})).values())
+        parts += unfound
+        if unfound:
+            level = logging.INFO
         log.log(
             level,
             "sync #%d %s in %.1fs for %s: %s",

@@ -14,6 +14,7 @@ from memsync.config import Config, MnemConfig
 from memsync.errors import MemsyncError
 from memsync.providers import Provider, build_provider
 from memsync.scopes.model import Scope, scoped_config_keys, scoped_name, split_scoped_name
+from memsync.scopes.report import scope_noun
 from memsync.staging import StagingStore
 from memsync.sync.journal import log_entries
 
@@ -161,9 +162,31 @@ def check_scoped(config: Config, name: str, provider: Provider) -> str | None:
         return f"one store per scope under {template_root(entry.path)} ({create})"
     if wildcard_keys(entry) or entry.type == "pmm-dir":
         found = discover_scopes(provider, keys, fixed_keys(entry))
-        partial = f" (partial: {found.note})" if found.note else ""
-        return f"reachable, {len(found.scopes)} scope(s) discovered{partial}"
+        noun = scope_noun(keys)
+        how = f" through {found.source}" if found.source else ""
+        if not found.complete:
+            raise IncompleteDiscovery(
+                f"{len(found.scopes)} {noun} found, more may exist"
+                + (f" ({found.note})" if found.note else "")
+                + f"; {complete_discovery_advice(entry.type)}"
+            )
+        also = f"; {found.note}" if found.note else ""
+        return f"reachable, {len(found.scopes)} {noun} discovered{how}{also}"
     return None
+
+
+class IncompleteDiscovery(MemsyncError):
+    """A wildcard provider's discovery could not be shown to have seen every scope."""
+
+
+def complete_discovery_advice(provider_type: str) -> str:
+    """What the docs recommend where a discovery cannot be shown complete."""
+    if provider_type == "mem0-server":
+        return (
+            "give memsync read-only access to the server's database (database_url_env), or "
+            "name the team in scopes_file; see docs/mem0-server.md#a-team-past-10000-memories"
+        )
+    return "name each scope in a provider of its own, or see docs/configuration.md"
 
 
 def refuse_unscoped(config: Config, name: str, command: str) -> None:

@@ -38,6 +38,16 @@ class Runs:
         )
         return [RunRow(*row) for row in cursor]
 
+    def latest_discovery(self) -> tuple[int, str | None, str] | None:
+        """The newest finished run that discovered scopes: its id, end, and what each source's
+        discovery found (JSON), so a discovery that was not complete stays said until one is."""
+        row = self.conn.execute(
+            "SELECT id, finished_at, json_extract(summary, '$.discovery') FROM runs "
+            "WHERE finished_at IS NOT NULL AND json_valid(summary) "
+            "AND json_type(summary, '$.discovery') = 'object' ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else (int(row[0]), row[1], str(row[2]))
+
     def of_last_cycles(self) -> list[RunRow]:
         """The runs each provider's last cycle was part of (see providers.last_cycle)."""
         cursor = self.conn.execute(

@@ -24,6 +24,7 @@ those the sources discover), records each, and records the pair as a whole.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import sqlite3
 import threading
@@ -355,10 +356,13 @@ class ScopedVerifyReport:
     a: str
     b: str
     scopes: list[ScopeVerify] = field(default_factory=list)
+    # Sources whose discovery could not show every scope: what a person must read ("server:
+    # 500 users found, more may exist"). The scopes never looked at are not reconciled.
+    unfound: dict[str, str] = field(default_factory=dict)
 
     @property
     def reconciled(self) -> bool:
-        return all(s.reconciled for s in self.scopes)
+        return not self.unfound and all(s.reconciled for s in self.scopes)
 
     @property
     def difference_count(self) -> int:
@@ -384,6 +388,7 @@ class ScopedVerifyReport:
             "reconciled": self.reconciled,
             "scopes": {s.scope.label: s.as_dict() for s in self.scopes},
             "total": self.totals(),
+            "discovery_incomplete": self.unfound,
         }
 
 
@@ -404,6 +409,7 @@ def verify_every_scope(
     from memsync.scopes.cycle import known_scopes
     from memsync.scopes.discovery import discover_scopes
     from memsync.scopes.model import fixed_keys, scoped_config_keys, wildcard_keys
+    from memsync.scopes.report import scope_noun
 
     keys = scoped_config_keys(config.providers)
     if bases is None:
@@ -419,10 +425,18 @@ def verify_every_scope(
             ):
                 base.open()
                 handles.callback(base.close)
-                scopes |= discover_scopes(base, keys, fixed_keys(entry)).scopes
+                found = discover_scopes(base, keys, fixed_keys(entry))
+                scopes |= found.scopes
+                if not found.complete:
+                    noun = scope_noun(keys)
+                    why = f" ({found.note})" if found.note else ""
+                    report.unfound[name] = (
+                        f"{name}: {len(found.scopes)} {noun} found, more may exist{why}"
+                    )
         if database.exists():
             with StagingStore.open(database, create=False) as store:
                 scopes |= known_scopes(store, config)
+                report.unfound |= _unfound_by_sources(store, config, skip=set(bases))
         for scope in sorted(scopes):
             if stop is not None and stop.is_set():
                 raise MemsyncError("verify stopped by a signal before every scope was compared")
@@ -438,9 +452,29 @@ def verify_every_scope(
     return report
 
 
+def _unfound_by_sources(store: StagingStore, config: Config, skip: set[str]) -> dict[str, str]:
+    """The other sources of the team (neither A nor B) whose newest discovery, in the last
+    sync, could not see every scope: the team memsync syncs may be larger than A and B show."""
+    from memsync.scopes.report import incomplete_discoveries
+
+    found = store.runs.latest_discovery()
+    if found is None:
+        return {}
+    sources = {
+        name: entry
+        for name, entry in json.loads(found[2]).items()
+        if name in config.providers and name not in skip
+    }
+    return incomplete_discoveries(sources)
+
+
 def _record_whole(database: Path, report: ScopedVerifyReport) -> None:
     """The pair as a whole: its scopes' counts and differences summed."""
     totals = report.totals()
+    if report.unfound:
+        error = "; ".join(report.unfound.values())
+        _record_quietly(database, report.a, report.b, None, error)
+        return
     if totals["errors"]:
         error = f"{totals['errors']} of {totals['scopes']} scopes could not be compared"
         _record_quietly(database, report.a, report.b, None, error)

@@ -178,6 +178,7 @@ class StagingGauges(Collector):
             outbox_rows = store.status_counts.outbox_needing_work()
             open_conflicts = store.conflicts.count_open()
             last_cycles = store.providers.last_cycles()
+            discovered = store.runs.latest_discovery()
         outbox: dict[tuple[str, str, str], int] = {
             (name, state, ""): 0 for name in configured for state in OUTBOX_STATES
         }
@@ -215,6 +216,31 @@ class StagingGauges(Collector):
         for (provider, scope), timestamp in sorted(newest.items()):
             success.add_metric([provider, scope], timestamp)
         yield success
+        yield from _discovery(discovered, set(configured))
+
+
+def _discovery(found: tuple[int, str | None, str] | None, configured: set[str]) -> Iterator[Metric]:
+    """Per wildcard source, from the newest run that discovered scopes: how many it found, and
+    whether that was provably all of them (0: "N users found, more may exist")."""
+    complete = GaugeMetricFamily(
+        "memsync_discovery_complete",
+        "1 if the newest discovery of a wildcard source provably found every scope (user, "
+        "agent, run) it holds; 0 if more may exist (see docs/mem0-server.md).",
+        labels=["provider"],
+    )
+    scopes = GaugeMetricFamily(
+        "memsync_discovered_scopes",
+        "Scopes the newest discovery of a wildcard source found.",
+        labels=["provider"],
+    )
+    sources = json.loads(found[2]) if found is not None else {}
+    for name, entry in sorted(sources.items()):
+        if name not in configured or not isinstance(entry, dict):
+            continue
+        complete.add_metric([name], 1 if entry.get("complete") is True else 0)
+        scopes.add_metric([name], int(entry.get("scopes") or 0))
+    yield complete
+    yield scopes
 
 
 def _last_ok_at(summary: str | None) -> str | None:

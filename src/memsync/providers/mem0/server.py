@@ -47,6 +47,10 @@ from memsync.providers.mem0.convert import (
     version_of,
 )
 from memsync.providers.mem0.http import Mem0HttpProvider, path_segment
+from memsync.providers.mem0.server_database import (
+    ServerDatabase,
+    psycopg_missing,
+)
 from memsync.providers.mem0.server_entities import EntityCensus, read_entities
 from memsync.providers.mem0.server_features import (
     ServerFeatures,
@@ -82,6 +86,9 @@ class Mem0ServerProvider(Mem0HttpProvider):
         start_top_k: int = MAX_TOP_K,
         concurrency: int = DEFAULT_CONCURRENCY,
         refresh_token_file: Path | None = None,
+        database: ServerDatabase | None = None,
+        scopes_file: Path | None = None,
+        scopes_command: tuple[str, ...] | None = None,
     ) -> None:
         if refresh_token_file is not None and auth != "bearer":
             raise ConfigError(f'providers.{name}: refresh_token_file goes with auth = "bearer"')
@@ -105,6 +112,11 @@ class Mem0ServerProvider(Mem0HttpProvider):
         )
         self.scope = self.scope_ids(scope)
         self.start_top_k = start_top_k
+        # Discovery and the probe read the server's own database where one is configured;
+        # else the scopes the team names (scopes_file, scopes_command) where it names them.
+        self.database = database
+        self.scopes_file = scopes_file
+        self.scopes_command = scopes_command
         self._session = ServerSession()
         self._owns_session = True
         if refresh_token_file is not None:
@@ -123,6 +135,8 @@ class Mem0ServerProvider(Mem0HttpProvider):
         super().close()
         if self._owns_session:
             self._session.clear()  # a server may be upgraded between cycles
+            if self.database is not None:
+                self.database.close()
 
     def bound_to(self, name: str, scope: Mapping[str, str]) -> Provider:
         """This server's provider for one scope: its own name, scope and HTTP client, and this
@@ -313,6 +327,16 @@ def _advice(auth: str, refresh_token_file: Path | None) -> str | None:
 
 def build(name: str, entry: Mem0ServerConfig, config: Config) -> Mem0ServerProvider:
     secret = resolve_secret(name, entry.api_key_env, entry.api_key_file)
+    database = None
+    if entry.database:
+        missing = psycopg_missing(name)
+        if missing is not None:
+            raise missing
+        url = resolve_secret(
+            name, entry.database_url_env, entry.database_url_file, key="database_url"
+        )
+        assert url is not None
+        database = ServerDatabase(name, url, entry.database_table)
     return Mem0ServerProvider(
         name,
         entry.base_url,
@@ -323,4 +347,7 @@ def build(name: str, entry: Mem0ServerConfig, config: Config) -> Mem0ServerProvi
         allow_insecure_http=entry.allow_insecure_http,
         concurrency=entry.concurrency,
         refresh_token_file=entry.refresh_token_file,
+        database=database,
+        scopes_file=entry.scopes_file,
+        scopes_command=entry.scopes_command,
     )

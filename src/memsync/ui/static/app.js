@@ -125,6 +125,12 @@ function statusBanners(report) {
     const lag = p.state && p.state.unsynced;
     if (lag && lag.level !== "behind") list.push(banner(lag.level === "alarm" ? "error" : "warn", lag.text));
   }
+  for (const [, found] of Object.entries(report.discovery || {})) {  // part of the team unseen
+    if (found.warning) {
+      list.push(banner("warn", `${found.warning}. The ${found.noun || "scopes"} not found are not synced, ` +
+        "backed up or verified: see docs/mem0-server.md (a team past 10,000 memories) for what to set up."));
+    }
+  }
   for (const [name, count] of Object.entries(report.rollbacks || {})) {
     list.push(banner("warn", `Rolled back in ${name}: ${count} ${count === 1 ? "memory is an older version" : "memories are older versions"} ` +
       `than memsync saw there (restored from a backup? writes lost?). Nothing was copied; settle ${count === 1 ? "it" : "them"} on the Conflicts page ` +
