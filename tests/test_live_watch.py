@@ -25,7 +25,14 @@ from memsync.config import Config, parse_config
 from memsync.paths import Paths
 from memsync.scopes import Scope
 from memsync.scopes.triggers import Live
-from memsync.scopes.watch import Hint, MnemTemplate, PmmDir, mnem_settled, signature_of
+from memsync.scopes.watch import (
+    Hint,
+    MnemTemplate,
+    PmmDir,
+    content_signature,
+    mnem_settled,
+    signature_of,
+)
 from memsync.sync.report import SyncOptions
 from memsync.sync.runner import run_sync
 from tests.live_world import ServedServer, served_mem0_server
@@ -373,20 +380,21 @@ def head_of(store: Path) -> str:
         gc.collect()
 
 
-def test_a_read_moves_a_mnem_stores_files_but_leaves_it_settled_and_a_write_does_not(
+def test_a_mnem_stores_content_signature_ignores_a_read_and_sees_every_write(
     tmp_path: Path,
 ) -> None:
     store = init_store(tmp_path / "store")
     agent_writes(store, "n1", "hello")
-    head = head_of(store)
-    before = signature_of(store / ".mnem")
+    by_time = signature_of(store / ".mnem")
+    before = content_signature(store)
     assert nodes_of(store) == {"n1": "hello"}  # another program reads, and lets go
-    # The real engine rewrites its file when a handle is dropped: the files alone cannot tell.
-    assert signature_of(store / ".mnem") != before
-    settled = mnem_settled(store, head)
-    assert settled is not None
-    assert settled == signature_of(store / ".mnem")  # the files after memsync's own look
+    # The real engine rewrites its file when a handle is dropped: its time moves, its bytes not.
+    assert signature_of(store / ".mnem") != by_time
+    assert content_signature(store) == before
+    head = head_of(store)
+    assert mnem_settled(store, head) == before  # the same head, nothing written meanwhile
     agent_writes(store, "n2", "again")
+    assert content_signature(store) != before
     assert mnem_settled(store, head) is None
     assert signature_of(tmp_path / "missing") is None
 
@@ -402,18 +410,9 @@ def test_another_program_that_only_reads_a_mnem_store_starts_no_cycle(
     r.live.start()
     r.full_pass()
     wait_until(lambda: r.live.watcher is not None and r.live.watcher.watching, "the watcher")
-    before = signature_of(store / ".mnem")
+    seen = r.live.own_changes
     assert nodes_of(store) == {"tea": "likes green tea"}
-    after_read = signature_of(store / ".mnem")
-    assert after_read != before  # the read moved the files
-
-    def noted() -> object:  # memsync looked at the store after the read, and kept its files
-        note = r.live._left.get(Hint("agent"))
-        return note is not None and note.files not in (before, None) and (
-            note.files == signature_of(store / ".mnem")
-        )
-
-    wait_until(noted, "the read to be seen and recognised as no change")
+    wait_until(lambda: r.live.own_changes > seen, "the read to be seen and recognised")
     # A real change afterwards is the one cycle: the read started none before it.
     notes = tmp_path / "notes" / "alice.pmm.jsonl"
     another_program_writes_pmm(notes, "m-coffee", "drinks coffee at nine", "alice")

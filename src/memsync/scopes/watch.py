@@ -8,9 +8,11 @@ another program's by the files themselves (``Signature``): as each cycle lets a 
 memsync notes its files, and a change counts only while the files differ from that note.
 
 mnem rewrites its store file whenever a handle is dropped, even one that only read (a
-``verify``, a backup, an agent that looked and left). So a mnem store is noted with its head
-commit too (``Provider.left_token``), and files that moved are asked for it (``settled``): the
-same head and nothing staged is a store that was only opened and closed, not a change.
+``verify``, a backup, an agent that looked and left): its time changes, its bytes do not. So a
+mnem store is noted by content (``content_signature``: each file's size and the digest of its
+first page, where redb keeps its commit slots, which every commit and every staged change
+rewrite), not by times. A store whose content moved anyway is asked for the head commit
+memsync left (``Provider.left_token``, ``settled``) before it counts as another program's.
 
 A watcher only hints (Syncthing's way): a hint starts a cycle sooner, and the interval cycle
 stays the safety net, so a missed or failed watch costs latency, never data.
@@ -18,6 +20,7 @@ stays the safety net, so a missed or failed watch costs latency, never data.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -43,10 +46,12 @@ from memsync.scopes.model import (
 
 log = logging.getLogger("memsync.watch")
 
-# (name relative to the watched place, size, mtime in ns, inode) of each file, sorted;
-# None when nothing is there.
-Signature = tuple[tuple[str, int, int, int], ...] | None
+# (name relative to the watched place, size, version) of each file, sorted, where the version
+# is the mtime and inode, or a digest of the file's first page (content_signature); None when
+# nothing is there.
+Signature = tuple[tuple[str, int, str], ...] | None
 
+HEADER_BYTES = 4096  # redb's header page: the commit slots every commit rewrites
 RECHECK_MS = 2000  # how often a quiet watch looks for roots that vanished or appeared
 QUIET_MS = 150  # a burst of changes is reported once it has been quiet this long
 BURST_MS = 1000  # ...or after this long at most
@@ -68,12 +73,14 @@ class Hint:
         return self.provider if self.scope is None else f"{self.provider}[{self.scope.label}]"
 
 
-def signature_of(path: Path, *, keep: Callable[[str], bool] = lambda name: True) -> Signature:
-    """What the files at PATH (a file, or every file under a directory) look like right now."""
+def signature_of(
+    path: Path, *, keep: Callable[[str], bool] = lambda name: True, by_content: bool = False
+) -> Signature:
+    """What the files at PATH (a file, or every file under a directory) look like right now:
+    by size, time and inode, or (``by_content``) by size and a digest of the first page."""
     try:
         if path.is_file():
-            st = path.stat()
-            return (("", st.st_size, st.st_mtime_ns, st.st_ino),)
+            return (("", *_version(str(path), by_content)),)
         if not path.is_dir():
             return None
         found = []
@@ -83,13 +90,27 @@ def signature_of(path: Path, *, keep: Callable[[str], bool] = lambda name: True)
                 if not keep(name):
                     continue
                 try:
-                    st = os.stat(full)
+                    found.append((os.path.relpath(full, path), *_version(full, by_content)))
                 except FileNotFoundError:
                     continue
-                found.append((os.path.relpath(full, path), st.st_size, st.st_mtime_ns, st.st_ino))
         return tuple(sorted(found))
     except OSError:
         return None
+
+
+def _version(path: str, by_content: bool) -> tuple[int, str]:
+    if not by_content:
+        st = os.stat(path)
+        return st.st_size, f"{st.st_mtime_ns}:{st.st_ino}"
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        head = file.read(HEADER_BYTES)
+    return size, hashlib.blake2b(head, digest_size=16).hexdigest()
+
+
+def content_signature(store: Path) -> Signature:
+    """A mnem store's files by content: unmoved by a handle that only read and let go."""
+    return signature_of(store / ".mnem", by_content=True)
 
 
 class LocalStore(ABC):
@@ -125,13 +146,15 @@ def _within(path: Path, root: Path) -> bool:
 
 
 def mnem_settled(store: Path, token: str) -> Signature:
-    """The files of the mnem store at STORE, if its head is still TOKEN with nothing staged.
+    """The content of the mnem store at STORE, if its head is still TOKEN with nothing staged
+    and nothing was written while memsync looked (the content before and after agree).
 
     Opened without waiting: a store someone holds is in use, and that is for a cycle to see.
     """
     from memsync.errors import MemsyncError
     from memsync.providers.mnem.provider import MnemProvider
 
+    before = content_signature(store)
     handle = MnemProvider("watch", store, busy_timeout=0.0)
     try:
         handle.open()
@@ -140,7 +163,8 @@ def mnem_settled(store: Path, token: str) -> Signature:
         head = None
     finally:
         handle.close()
-    return signature_of(store / ".mnem") if head == token else None
+    after = content_signature(store)
+    return after if head == token and after == before else None
 
 
 class MnemStore(LocalStore):
@@ -150,7 +174,7 @@ class MnemStore(LocalStore):
         return Hint(self.provider) if _within(path, self.root / ".mnem") else None
 
     def signature(self, scope: Scope | None) -> Signature:
-        return signature_of(self.root / ".mnem")
+        return content_signature(self.root)
 
     def settled(self, scope: Scope | None, token: str) -> Signature:
         return mnem_settled(self.root, token)
@@ -184,7 +208,7 @@ class MnemTemplate(LocalStore):
 
     def signature(self, scope: Scope | None) -> Signature:
         path = self._store_of(scope)
-        return None if path is None else signature_of(path / ".mnem")
+        return None if path is None else content_signature(path)
 
     def settled(self, scope: Scope | None, token: str) -> Signature:
         path = self._store_of(scope)
@@ -439,6 +463,7 @@ __all__ = [
     "PmmDir",
     "Signature",
     "Watcher",
+    "content_signature",
     "local_stores",
     "mnem_settled",
     "signature_of",
