@@ -311,14 +311,15 @@ class Mirror:
 
     def _carry_over(self, record: Record, version: str | None) -> Record:
         """A detached record (see Record.detached) with what its store could not keep taken
-        from the version staged for it: the text and the store's own provenance are the
-        agent's change; metadata, dates, origin and the rest of the provenance are not."""
+        from the version staged for it: the text, the store's own provenance and whatever
+        metadata the rewrite itself holds (a LangGraph value's keys) are the agent's change;
+        the rest of the metadata, dates, origin and the rest of the provenance are not."""
         staged = self.records.kept_fields(self.provider.name, record.id)
         native = self.provider.native_provenance
         kept = {k: v for k, v in staged.provenance.items() if k not in native}
         return replace(
             record,
-            metadata=staged.metadata,
+            metadata={**staged.metadata, **record.metadata},
             created_at=staged.created_at,
             expiration_date=staged.expiration_date,
             origin=staged.origin or record.origin,

@@ -25,6 +25,7 @@ from memsync.providers.mnem.convert import (
 )
 from memsync.providers.mnem.expiry import forget_expired, hidden_records, sweep_expired_daily
 from memsync.providers.mnem.handle import StagedChangesPresent, StoreHandle, load_sdk
+from memsync.providers.mnem.layouts import VALUE_KEY
 from memsync.providers.mnem.listing import MnemListing, added_then_removed, paged
 from memsync.records import Outgoing, Record, Skipped
 
@@ -40,7 +41,9 @@ class MnemProvider(StoreHandle):
         incremental=True, client_ids=True, batch_writes=True, timestamps=True
     )
 
-    native_provenance = frozenset({*NATIVE_FIELDS, "note", CONTENT_JSON_KEY, CONTENT_KIND_KEY})
+    native_provenance = frozenset(
+        {*NATIVE_FIELDS, "note", CONTENT_JSON_KEY, CONTENT_KIND_KEY, VALUE_KEY}
+    )
 
     def version_detached(self, version: str | None) -> bool:
         return version is not None and version.startswith(BARE_VERSION)
