@@ -95,6 +95,11 @@ class Listing(ABC):
     # memory out, and a store without Dream states may have had memsync take it out (mnem).
     hides_retired: bool = False
     tombstones_retired: bool = False
+    # Records the store holds outside every place its layout names (a mnem node outside the
+    # LangGraph namespaces): never memsync's, counted for status. None: not counted, or not
+    # known from this listing; an incremental listing says by how much it changed instead.
+    outside: int | None = None
+    outside_change: int = 0
 
     def __init__(self) -> None:
         self.removed = []

@@ -37,6 +37,7 @@ from memsync.scopes.model import (
     Scope,
     fixed_keys,
     scoped_config_keys,
+    scoped_in_store,
     scoped_name,
     split_scoped_name,
 )
@@ -123,8 +124,11 @@ def _discover(
     complete = True
     for name, base in binder.bases.items():
         entry = config.providers[name]
-        source = entry.type in (*MEM0_TYPES, "pmm-dir") and topology.is_source(name)
-        shared = entry.type == "mem0-oss"  # one Memory for every scope, source or not
+        in_store = scoped_in_store(entry)  # one mnem store, a namespace a scope
+        source = (entry.type in (*MEM0_TYPES, "pmm-dir") or in_store) and topology.is_source(name)
+        # One Memory (mem0-oss) or one mnem store for every scope, source or not: opened here,
+        # held for the run, released when it ends.
+        shared = entry.type == "mem0-oss" or in_store
         if not source and not shared:
             continue
         try:
@@ -146,7 +150,10 @@ def _discover(
         if not source:
             continue
         try:
-            discovery = discover_scopes(base, binder.keys, fixed_keys(entry))
+            if in_store:
+                discovery = Discovery(binder.discover_in_store(name))
+            else:
+                discovery = discover_scopes(base, binder.keys, fixed_keys(entry))
         except MemsyncError as exc:
             report.discovery[name] = {"state": "error", "error": str(exc)}
             report.providers[name] = ProviderOutcome(

@@ -260,7 +260,7 @@ def check_scoped_config(providers: Mapping[str, Any]) -> None:
     wild = {name: wildcard_keys(entry) for name, entry in providers.items()}
     wild = {name: keys for name, keys in wild.items() if keys}
     templates = {
-        name: _templated_keys(entry)
+        name: _templated_keys(name, entry)
         for name, entry in providers.items()
         if is_template(entry) or scoped_in_store(entry)
     }
@@ -311,13 +311,18 @@ def check_scoped_config(providers: Mapping[str, Any]) -> None:
         )
 
 
-def _templated_keys(entry: Any) -> tuple[str, ...]:
-    """The scope keys a mnem provider's path template and layout namespace name together."""
-    used = set(template_keys(str(entry.path)))
+def _templated_keys(name: str, entry: Any) -> tuple[str, ...]:
+    """The scope keys a mnem provider's path template or layout namespace names."""
+    if is_template(entry) and scoped_in_store(entry):
+        raise ValueError(
+            f"providers.{name}: name the scope keys either in path (a store per scope) or in "
+            "layout.namespace (one store, a namespace per scope), not in both; write the other "
+            "literally"
+        )
     namespace = layout_namespace(entry)
-    if namespace is not None:
-        used |= set(namespace_keys(namespace))
-    return tuple(k for k in SCOPE_KEYS if k in used)
+    if scoped_in_store(entry) and namespace is not None:
+        return namespace_keys(namespace)
+    return template_keys(str(entry.path))
 
 
 # --- templates ---------------------------------------------------------------------------

@@ -95,6 +95,7 @@ class MirrorResult:
     reset: bool = False
     excluded: int = 0  # records its exclude covers (memsync.exclude)
     excluded_copies: dict[str, int] = field(default_factory=dict)  # made before the rule
+    outside: int | None = None  # records outside the store's layout (Listing.outside)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +113,7 @@ class MirrorResult:
             "reset": self.reset,
             **({"excluded": self.excluded} if self.excluded else {}),
             **({"excluded_copies": self.excluded_copies} if self.excluded_copies else {}),
+            **({"outside": self.outside} if self.outside is not None else {}),
         }
 
 
@@ -182,8 +184,20 @@ class Mirror:
             if listing.complete:
                 self._commit_cursor(listing)
         result.excluded_copies = self.exclusion.copies()
+        result.outside = self._outside(listing)
         fault_point("mirror:committed")
         return result
+
+    def _outside(self, listing: Listing) -> int | None:
+        """How many records the store holds outside its layout: counted by a full listing,
+        moved on by an incremental one from the count the last cycle kept."""
+        if listing.outside is not None or listing.mode != "incremental":
+            return listing.outside
+        previous = self.store.providers.last_cycle(self.provider.name)
+        counted = json.loads(previous).get("outside") if previous else None
+        if not isinstance(counted, int):
+            return None
+        return max(0, counted + listing.outside_change)
 
     # pages --------------------------------------------------------------------------------
 
@@ -476,5 +490,8 @@ def save_cycle_summary(store: StagingStore, provider: str, summary: dict[str, An
     """Keep the provider's cycle for status, with how long it has gone unsynced (``unsynced``)."""
     with store.transaction():
         previous = store.providers.last_cycle(provider)
-        summary = unsynced.carry(provider, json.loads(previous) if previous else None, summary)
+        before = json.loads(previous) if previous else None
+        summary = unsynced.carry(provider, before, summary)
+        if "outside" not in summary and before and "outside" in before:  # not listed this time
+            summary["outside"] = before["outside"]
         store.providers.save_last_cycle(provider, json.dumps(summary, default=str))
