@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import gc
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 import mnem  # the real SDK: a missing build is an error, not a skip
 import pytest
 from langmem import create_manage_memory_tool, create_search_memory_tool
@@ -260,9 +262,31 @@ def test_the_store_managers_shape_keeps_its_kind_both_ways(home: Path, cli: Any)
     assert value["_meta"]["source"] == "mgr"
 
 
-def test_mnem_mcp_recall_still_shows_migrated_memories_as_plain_text(home: Path, cli: Any) -> None:
-    from mnem_mcp.server import do_recall, do_why
+def mcp_calls(store: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Each tool call's structured answer from ``mnem-mcp --store STORE``, through the official
+    MCP client over stdio, as an agent's editor talks to it."""
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
 
+    async def session() -> list[Any]:
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "mnem_mcp", "--store", str(store)]
+        )
+        answers = []
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            for tool, arguments in calls:
+                result = await client.call_tool(tool, arguments)
+                assert not result.is_error, result
+                answer = result.structured_content or {}
+                answers.append(answer["result"] if set(answer) == {"result"} else answer)
+        return answers
+
+    answers: list[Any] = anyio.run(session)
+    return answers
+
+
+def test_mnem_mcp_recall_still_shows_migrated_memories_as_plain_text(home: Path, cli: Any) -> None:
     configure(home)
     config = (home / "config" / "config.toml").read_text()
     config = config.replace(
@@ -274,14 +298,14 @@ def test_mnem_mcp_recall_still_shows_migrated_memories_as_plain_text(home: Path,
     with Mem0App(home) as memory:
         ids = add(memory, "alice", ALICE)
     sync(cli)
-    store = mnem.open(str(home / "agents"))
-    recalled = do_recall(store)
-    assert recalled is not None
+    tea = f"mem0:{ids['prefers green tea']}"
+    recalled, one, why = mcp_calls(
+        home / "agents", [("recall", {}), ("recall", {"id": tea}), ("why", {"id": tea})]
+    )
     assert {recalled[f"mem0:{i}"]["content"] for i in ids.values()} == set(ALICE)
-    blame = do_why(store, f"mem0:{ids['prefers green tea']}")
-    assert blame["node"]["content"] == "prefers green tea"
-    del store
-    gc.collect()
+    assert one["content"] == "prefers green tea"
+    assert why["node"]["content"] == "prefers green tea"
+    assert json.loads(why["node"]["provenance"]["note"])["metadata"] == {"topic": "drinks"}
 
 
 def test_a_text_langmem_already_holds_beside_the_same_text_in_mem0_is_one_memory(
@@ -382,3 +406,24 @@ def test_one_store_for_every_user_is_opened_once_a_cycle(
     assert len(reads) <= 1
     found = with_store(home, lambda store: texts(Agent(store, "user07").search()))
     assert found == {"user07 likes tea", "user07 likes coffee now"}
+
+
+def test_a_memory_an_agent_wrote_natively_is_dated_by_the_commit_that_added_it(
+    home: Path, cli: Any
+) -> None:
+    configure(home)
+    with Mem0App(home) as memory:
+        add(memory, "alice", {"prefers green tea": {}})
+    sync(cli)
+    added = 1_622_539_800_000  # 2021-06-01T09:30:00Z: when the agent's commit says it wrote it
+    store = mnem.open(str(home / "agents"))
+    mnem.agents.remember(
+        store, "memories:alice:k1", {"content": "keeps a diary"}, author="agent", time_ms=added
+    )
+    mnem.agents.remember(store, "memories:alice:k2", {"content": "reads at night"}, author="agent")
+    del store
+    gc.collect()
+    sync(cli)
+    alice = {m["memory"]: m for m in mem0_memories(home, "alice")}
+    assert alice["keeps a diary"]["created_at"].startswith("2021-06-01T09:30:00")
+    assert not alice["reads at night"]["created_at"].startswith("2021")

@@ -233,6 +233,12 @@ class Provider(ABC):
     @abstractmethod
     def get(self, provider_id: str) -> Record | None: ...
 
+    def first_dates(self, provider_ids: list[str]) -> dict[str, str]:
+        """When the store got each of these memories, for those it lists without a created_at
+        (mnem: the commit that added a node an agent wrote): ISO instants by id, for the ids it
+        can tell. Asked once, when memsync first sees a memory; unknown ones are dated then."""
+        return {}
+
     def hidden_records(self) -> list[Record]:
         """Memories the store keeps but no longer serves (mnem's expiry tombstones), so that
         a one-shot migration counts them as present instead of writing them again."""

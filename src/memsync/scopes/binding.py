@@ -126,6 +126,9 @@ class InScope(Provider):
     def get(self, provider_id: str) -> Record | None:
         return self.inner.get(provider_id)
 
+    def first_dates(self, provider_ids: list[str]) -> dict[str, str]:
+        return self.inner.first_dates(provider_ids)
+
     def create(self, item: Outgoing) -> Record:
         return self.inner.create(self._outside(item))
 

@@ -207,6 +207,7 @@ class Mirror:
         if empty:  # never carried, whatever the provider did: memsync writes no empty memory
             skipped = [*skipped, *(Skipped(r.id, "empty content") for r in empty)]
             records = [r for r in records if not r.is_blank]
+        dates = self._first_dates(records)  # before the transaction: the store may take a while
         with self.store.transaction():
             now = utc_now_iso()  # the page's journal entries, one transaction, one instant
             fresh = self._first_sightings(records)
@@ -219,7 +220,7 @@ class Mirror:
             for record in fresh:
                 old = existing.get(record.id)
                 if record.created_at is None:
-                    dated = old.created_at if old is not None else None
+                    dated = old.created_at if old is not None else dates.get(record.id)
                     record = replace(record, created_at=dated or self.first_seen_at)
                 if old is None:
                     link_id = self.provider.origin_of(record)
@@ -277,6 +278,16 @@ class Mirror:
                 )
         self.result.skipped.extend(skipped)
         self.result.listed += len(fresh)
+
+    def _first_dates(self, records: list[Record]) -> dict[str, str]:
+        """When the store says it got each memory memsync sees for the first time without a
+        created_at (``Provider.first_dates``): asked once per memory, never per cycle."""
+        undated = [r.id for r in records if r.created_at is None]
+        if not undated:
+            return {}
+        staged = self.records.staged_versions(self.provider.name, undated)
+        new = [record_id for record_id in undated if record_id not in staged]
+        return self.provider.first_dates(new) if new else {}
 
     def _rolled_back(
         self, records: list[Record], existing: dict[str, StagedVersion]

@@ -23,6 +23,7 @@ from memsync.providers.mnem.convert import (
     NATIVE_FIELDS,
     record_from_node,
 )
+from memsync.providers.mnem.dates import CommitDates
 from memsync.providers.mnem.expiry import forget_expired, hidden_records, sweep_expired_daily
 from memsync.providers.mnem.handle import StagedChangesPresent, StoreHandle, load_sdk
 from memsync.providers.mnem.layouts import MEM0, VALUE_KEY, layout_from_config
@@ -152,6 +153,18 @@ class MnemProvider(StoreHandle):
             return None
         record = record_from_node(node, self.scope_key(), self.layout)
         return record if isinstance(record, Record) else None
+
+    _dates: CommitDates | None = None  # the log walked so far while open (``dates``)
+
+    def first_dates(self, provider_ids: list[str]) -> dict[str, str]:
+        """The commits that added these nodes (agents' nodes carry no event_time): ``dates``."""
+        if self._dates is None:
+            self._dates = CommitDates(self)
+        return self._dates.created_at(provider_ids)
+
+    def close(self) -> None:
+        self._dates = None
+        super().close()
 
     def _node(self, node_id: str) -> Any:
         """The committed node (staged leftovers of another writer are not memsync's to read)."""

@@ -29,6 +29,7 @@ from typing import Any
 
 from memsync.errors import ProviderError
 from memsync.providers.base import Listing, WriteOp, WriteResult
+from memsync.providers.mnem.dates import CommitDates
 from memsync.providers.mnem.expiry import sweep_expired_daily
 from memsync.providers.mnem.layouts import LangGraphLayout
 from memsync.providers.mnem.listing import MnemListing
@@ -61,6 +62,7 @@ class SharedStore:
         self._head: str | None = None
         self._nodes: dict[str, Any] | None = None
         self._changes: dict[str, list[Any] | None] = {}
+        self.dates = CommitDates(self.base)  # one walk of the log, shared by every scope
 
     @property
     def absent(self) -> bool:
@@ -181,6 +183,9 @@ class ScopeInStore(MnemProvider):
 
     def _committed_nodes(self, head: str | None) -> dict[str, Any]:
         return self.shared.nodes()
+
+    def first_dates(self, provider_ids: list[str]) -> dict[str, str]:
+        return {} if self.shared.absent else self.shared.dates.created_at(provider_ids)
 
     def get(self, provider_id: str) -> Record | None:
         if self.shared.absent or not self.layout.holds(provider_id):
