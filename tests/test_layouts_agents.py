@@ -177,6 +177,14 @@ def test_langmem_finds_every_migrated_memory_of_alice_and_none_of_bobs(
         assert json.loads(blame.provenance.note)["origin"] == f"mem0:{item['key']}"
 
     with_store(home, look)
+    verified = cli("verify", "mem0", "agents")  # every user's memories, in one store
+    assert verified.exit_code == 0, verified.output
+    assert "2 scope(s): 2 reconciled" in verified.output
+    one = cli("verify", "mem0", "agents", "--scope", "user_id=bob")
+    assert one.exit_code == 0, one.output
+    assert "reconciled" in one.output
+    checked = cli("check")
+    assert "agents [mnem]: reachable, 5 memories in 2 namespace(s)" in checked.output
 
 
 def test_a_memory_langmem_writes_reaches_mem0_as_plain_text_under_its_user(

@@ -193,6 +193,10 @@ class Layout:
     def bound(self, scope: Scope, *, provider: str) -> Layout:
         return self
 
+    def namespaces(self, node_ids: list[str]) -> int | None:
+        """How many scopes' places these nodes fill, when the layout holds several (None)."""
+        return None
+
     def identity(self) -> str:
         """What staging's provider identity adds: moving memories elsewhere resets the mirror."""
         return ""
@@ -243,6 +247,12 @@ class LangGraphLayout(Layout):
 
     def outside(self, node_id: str) -> bool:
         return self.place(node_id) is None
+
+    def namespaces(self, node_ids: list[str]) -> int | None:
+        if self.namespace is not None:
+            return None
+        placed = (self.place(node_id) for node_id in node_ids)
+        return len({tuple(sorted(p.items())) for p in placed if p is not None})
 
     def node_id(self, origin: str) -> str:
         """namespace + key: the Mem0 id for a Mem0 memory, the node itself for one of this

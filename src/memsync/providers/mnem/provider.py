@@ -62,6 +62,9 @@ class MnemProvider(StoreHandle):
         excluded = sum(1 for n in nodes if self.exclusion.covers(n.id, n.content_kind))
         where = f"at commit {head[:12]}" if head else "(no commit yet)"
         found = f"reachable, {len(nodes) - excluded} memories {where}"
+        namespaces = self.layout.namespaces([n.id for n in nodes])
+        if namespaces is not None:
+            found = found.replace(" memories ", f" memories in {namespaces} namespace(s) ")
         if self.layout is not MEM0:
             found += f", layout {self.layout.describe()}"
         if excluded:
