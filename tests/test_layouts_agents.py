@@ -435,3 +435,30 @@ def test_a_memory_an_agent_wrote_natively_is_dated_by_the_commit_that_added_it(
     alice = {m["memory"]: m for m in mem0_memories(home, "alice")}
     assert alice["keeps a diary"]["created_at"].startswith("2021-06-01T09:30:00")
     assert not alice["reads at night"]["created_at"].startswith("2021")
+
+
+def test_deletes_cross_both_ways_and_a_user_id_that_cannot_be_a_namespace_is_refused(
+    team: dict[str, dict[str, str]], home: Path, cli: Any
+) -> None:
+    sync(cli)
+    created = with_store(home, lambda store: Agent(store, "alice").remember("likes hiking"))
+    sync(cli)
+    with_store(
+        home,
+        lambda store: Agent(store, "alice").manage_tool.invoke(
+            {"action": "delete", "id": created}, config=Agent(store, "alice").config
+        ),
+    )
+    with Mem0App(home) as memory:
+        memory.delete(team["bob"]["plays the cello"])
+        memory.add("eve likes colons", user_id="eve:x", infer=False)
+    result = cli("sync", "--json")
+    report = json.loads(result.output)
+    assert result.exit_code == 1  # eve's scope is refused; everyone else synced
+    eve = report["scopes"]["user_id=eve:x"]
+    assert eve["state"] == "error" and "refused" in eve["error"]
+    assert "likes hiking" not in {m["memory"] for m in mem0_memories(home, "alice")}
+    found = with_store(home, lambda store: texts(Agent(store, "bob").search()))
+    assert found == {"prefers espresso"}
+    namespaces = with_store(home, lambda store: store.list_namespaces())
+    assert sorted(namespaces) == [("memories", "alice"), ("memories", "bob")]
