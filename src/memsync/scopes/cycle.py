@@ -15,7 +15,9 @@ an empty listing of a provider that held memories. The report says it is no long
 
 Handles are released between scopes (the engine closes what it opened at the end of each
 scope's cycle), so one mnem store is open at a time; a Mem0 library store is opened once for
-discovery and shared by every scope's binding.
+discovery and shared by every scope's binding, and so is a mnem store that holds every scope
+in its namespaces (a LangGraph layout, ``providers/mnem/shared.py``): both are held for the
+run and released when it ends.
 """
 
 from __future__ import annotations
