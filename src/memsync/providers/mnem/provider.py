@@ -118,11 +118,11 @@ class MnemProvider(StoreHandle):
     def _delta(self, listing: Listing, changes: list[Any]) -> Iterator[Page]:
         scope, layout = self.scope_key(), self.layout
         items: list[Record | Skipped] = []
+        listing.outside_change = self._outside_change(changes)
         for change in changes:
             if not layout.holds(change.id):
-                if layout.outside(change.id) and change.kind != "modified":
-                    listing.outside_change += 1 if change.kind == "added" else -1
-            elif change.kind == "removed":
+                continue
+            if change.kind == "removed":
                 listing.removed.append(change.id)
             else:
                 items.append(record_from_node(change.new, scope, layout))
@@ -131,10 +131,24 @@ class MnemProvider(StoreHandle):
     def _full(self, listing: Listing, head: str | None) -> Iterator[Page]:
         scope, layout = self.scope_key(), self.layout
         nodes = self._committed_nodes(head)
-        if layout is not MEM0:
-            listing.outside = sum(1 for node_id in nodes if layout.outside(node_id))
+        listing.outside = self._outside(nodes)
         held = [node for node_id, node in nodes.items() if layout.holds(node_id)]
         yield from paged([record_from_node(node, scope, layout) for node in held])
+
+    def _outside(self, nodes: dict[str, Any]) -> int | None:
+        """How many of the store's nodes lie outside the layout (None: the default layout's
+        store has no outside)."""
+        if self.layout is MEM0:
+            return None
+        return sum(1 for node_id in nodes if self.layout.outside(node_id))
+
+    def _outside_change(self, changes: list[Any]) -> int:
+        """By how much those changes moved the count of nodes outside the layout."""
+        moved = 0
+        for change in changes:
+            if change.kind != "modified" and self.layout.outside(change.id):
+                moved += 1 if change.kind == "added" else -1
+        return moved
 
     def _committed_nodes(self, head: str | None) -> dict[str, Any]:
         """Working memory, which is the head state unless someone left changes staged."""

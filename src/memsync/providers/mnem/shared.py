@@ -35,7 +35,7 @@ from memsync.providers.mnem.layouts import LangGraphLayout
 from memsync.providers.mnem.listing import MnemListing
 from memsync.providers.mnem.provider import MnemProvider
 from memsync.records import Record
-from memsync.scopes.model import Scope
+from memsync.scopes.model import NAMESPACE_SEPARATOR, Scope
 
 log = logging.getLogger("memsync.mnem")
 
@@ -61,7 +61,11 @@ class SharedStore:
         self._read = False
         self._head: str | None = None
         self._nodes: dict[str, Any] | None = None
+        self._outside_count: int | None = None
         self._changes: dict[str, list[Any] | None] = {}
+        # the read, cut by namespace once: a scope lists its own part, not the whole store's
+        self._nodes_by: dict[str, dict[str, Any]] | None = None
+        self._changes_by: dict[str, tuple[dict[str, list[Any]], int]] = {}
         self.dates = CommitDates(self.base)  # one walk of the log, shared by every scope
 
     @property
@@ -84,6 +88,40 @@ class SharedStore:
             head = self.head()
             self._nodes = {} if self.absent else self.base._committed_nodes(head)
         return self._nodes
+
+    def nodes_in(self, namespace: str) -> dict[str, Any]:
+        """The nodes of one namespace (``"memories:alice"``) at ``head()``."""
+        if self._nodes_by is None:
+            self._nodes_by = {}
+            for node_id, node in self.nodes().items():
+                self._nodes_by.setdefault(_namespace_of(node_id), {})[node_id] = node
+        return self._nodes_by.get(namespace, {})
+
+    def outside(self) -> int:
+        """How many of the store's nodes at ``head()`` lie outside every namespace."""
+        return self._count_outside(self.nodes())
+
+    def changes_in(self, cursor: str, namespace: str) -> tuple[list[Any], int] | None:
+        """One namespace's part of ``changes(cursor)``, and by how much those changes moved the
+        count of nodes outside every namespace (None: the store does not know the cursor)."""
+        if cursor not in self._changes_by:
+            changes = self.changes(cursor)
+            if changes is None:
+                return None
+            grouped: dict[str, list[Any]] = {}
+            moved = 0
+            for change in changes:
+                if change.kind != "modified" and self.template.outside(change.id):
+                    moved += 1 if change.kind == "added" else -1
+                grouped.setdefault(_namespace_of(change.id), []).append(change)
+            self._changes_by[cursor] = (grouped, moved)
+        grouped, moved = self._changes_by[cursor]
+        return grouped.get(namespace, []), moved
+
+    def _count_outside(self, nodes: dict[str, Any]) -> int:
+        if self._outside_count is None:
+            self._outside_count = sum(1 for n in nodes if self.template.outside(n))
+        return self._outside_count
 
     def changes(self, cursor: str) -> list[Any] | None:
         """What changed from CURSOR to ``head()``, one diff per distinct cursor."""
@@ -123,6 +161,10 @@ class SharedStore:
         return placed
 
 
+def _namespace_of(node_id: str) -> str:
+    return node_id.rpartition(NAMESPACE_SEPARATOR)[0]
+
+
 class ScopeInStore(MnemProvider):
     """One scope of a ``SharedStore``: its namespace of the store, through the run's handle."""
 
@@ -138,6 +180,9 @@ class ScopeInStore(MnemProvider):
         )
         self.shared = shared
         self.layout = shared.template.bound(scope, provider=getattr(base, "config_name", name))
+        assert self.layout.namespace is not None
+        self._namespace = NAMESPACE_SEPARATOR.join(self.layout.namespace)
+        self._moved_outside = 0
         self._opened_base = False
 
     # lifecycle: the store is the shared one's ---------------------------------------------------
@@ -179,10 +224,20 @@ class ScopeInStore(MnemProvider):
         return self.shared.head()
 
     def _changes_since(self, cursor: str, head: str) -> list[Any] | None:
-        return self.shared.changes(cursor)
+        found = self.shared.changes_in(cursor, self._namespace)
+        if found is None:
+            return None
+        changes, self._moved_outside = found
+        return changes
 
     def _committed_nodes(self, head: str | None) -> dict[str, Any]:
-        return self.shared.nodes()
+        return self.shared.nodes_in(self._namespace)
+
+    def _outside(self, nodes: dict[str, Any]) -> int | None:
+        return self.shared.outside()  # the store's count, not this namespace's
+
+    def _outside_change(self, changes: list[Any]) -> int:
+        return self._moved_outside
 
     def first_dates(self, provider_ids: list[str]) -> dict[str, str]:
         return {} if self.shared.absent else self.shared.dates.created_at(provider_ids)
