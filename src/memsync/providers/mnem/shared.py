@@ -23,7 +23,6 @@ kept up to date from diffs, not by reading the whole store every cycle.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,8 +35,6 @@ from memsync.providers.mnem.listing import MnemListing
 from memsync.providers.mnem.provider import MnemProvider
 from memsync.records import Record
 from memsync.scopes.model import NAMESPACE_SEPARATOR, Scope
-
-log = logging.getLogger("memsync.mnem")
 
 # store identity -> (head commit, the namespaces' scope values found at it), per process
 _FOUND: dict[str, tuple[str | None, frozenset[tuple[tuple[str, str], ...]]]] = {}
@@ -99,7 +96,9 @@ class SharedStore:
 
     def outside(self) -> int:
         """How many of the store's nodes at ``head()`` lie outside every namespace."""
-        return self._count_outside(self.nodes())
+        if self._outside_count is None:
+            self._outside_count = sum(1 for n in self.nodes() if self.template.outside(n))
+        return self._outside_count
 
     def changes_in(self, cursor: str, namespace: str) -> tuple[list[Any], int] | None:
         """One namespace's part of ``changes(cursor)``, and by how much those changes moved the
@@ -117,11 +116,6 @@ class SharedStore:
             self._changes_by[cursor] = (grouped, moved)
         grouped, moved = self._changes_by[cursor]
         return grouped.get(namespace, []), moved
-
-    def _count_outside(self, nodes: dict[str, Any]) -> int:
-        if self._outside_count is None:
-            self._outside_count = sum(1 for n in nodes if self.template.outside(n))
-        return self._outside_count
 
     def changes(self, cursor: str) -> list[Any] | None:
         """What changed from CURSOR to ``head()``, one diff per distinct cursor."""
