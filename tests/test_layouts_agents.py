@@ -462,3 +462,25 @@ def test_deletes_cross_both_ways_and_a_user_id_that_cannot_be_a_namespace_is_ref
     assert found == {"prefers espresso"}
     namespaces = with_store(home, lambda store: store.list_namespaces())
     assert sorted(namespaces) == [("memories", "alice"), ("memories", "bob")]
+
+
+def test_one_user_config_writes_the_namespace_literally_and_leaves_other_namespaces_alone(
+    home: Path, cli: Any
+) -> None:
+    configure(home)
+    config = (home / "config" / "config.toml").read_text()
+    config = config.replace('scope = { user_id = "*" }', 'scope = { user_id = "alice" }')
+    config = config.replace(
+        'namespace = ["memories", "{user_id}"]', 'namespace = ["memories", "alice"]'
+    )
+    config = config.replace('direction = "push"', 'direction = "push"\nscope_key = "alice"')
+    write_config(home, config)
+    with Mem0App(home) as memory:
+        add(memory, "alice", ALICE)
+    sync(cli)
+    with_store(home, lambda store: Agent(store, "bob").remember("bob's own note"))
+    sync(cli)
+    found = with_store(home, lambda store: texts(Agent(store, "alice").search()))
+    assert found == set(ALICE)
+    assert {m["memory"] for m in mem0_memories(home, "alice")} == set(ALICE)
+    assert "agents: 1 node outside the layout's namespaces" in cli("status").output

@@ -289,13 +289,20 @@ def check_scoped_config(providers: Mapping[str, Any]) -> None:
                 'key, or fix the other keys (e.g. { user_id = "alice", app_id = "*" })'
             )
     for name, used in templates.items():
-        if used != keys:
+        if used == keys:
+            continue
+        wanted = ", ".join("{" + k + "}" for k in keys)
+        if is_template(providers[name]):
             raise ValueError(
-                f"providers.{name}: its path and layout namespace together must name exactly "
-                f"the wildcard keys ({', '.join('{' + k + '}' for k in keys)}), so that each "
-                "scope has a store, or a namespace in one store, of its own; write fixed keys "
+                f"providers.{name}.path: a template must name exactly the wildcard keys "
+                f"({wanted}), so that each scope has a store of its own; write fixed keys "
                 "literally"
             )
+        raise ValueError(
+            f"providers.{name}.layout.namespace: a template must name exactly the wildcard "
+            f"keys ({wanted}), so that each scope has a namespace of its own in the store; "
+            "write fixed keys literally"
+        )
     for name, entry in providers.items():
         if name in wild or name in templates:
             continue

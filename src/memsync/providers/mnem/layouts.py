@@ -169,6 +169,21 @@ def meta_of(content: Any) -> dict[str, Any]:
     return {}
 
 
+# --- LangGraph items as nodes (mnem-langgraph's mapping) -------------------------------
+
+
+def item_node_id(namespace: Sequence[str], key: str) -> str:
+    """The node a LangGraph item is: ``":".join([*namespace, key])``, as mnem-langgraph joins it."""
+    return NAMESPACE_SEPARATOR.join([*namespace, key])
+
+
+def item_of(node_id: str) -> tuple[tuple[str, ...], str]:
+    """A node's LangGraph namespace and key, as mnem-langgraph splits its id (the last
+    segment is the key)."""
+    namespace, _, key = node_id.rpartition(NAMESPACE_SEPARATOR)
+    return (tuple(namespace.split(NAMESPACE_SEPARATOR)) if namespace else ()), key
+
+
 # --- layouts -----------------------------------------------------------------------------
 
 
@@ -242,8 +257,8 @@ class LangGraphLayout(Layout):
     def holds(self, node_id: str) -> bool:
         if self.namespace is None:
             return False
-        namespace, sep, key = node_id.rpartition(NAMESPACE_SEPARATOR)
-        return bool(sep and key) and tuple(namespace.split(NAMESPACE_SEPARATOR)) == self.namespace
+        namespace, key = item_of(node_id)
+        return bool(key) and namespace == self.namespace
 
     def outside(self, node_id: str) -> bool:
         return self.place(node_id) is None
@@ -263,8 +278,7 @@ class LangGraphLayout(Layout):
         if family == "mnem" and self.holds(rest):
             return rest
         key = rest if family == "mem0" and rest and NAMESPACE_SEPARATOR not in rest else ""
-        key = key or str(uuid.uuid5(_KEY_NAMESPACE, origin))
-        return NAMESPACE_SEPARATOR.join([*self.namespace, key])
+        return item_node_id(self.namespace, key or str(uuid.uuid5(_KEY_NAMESPACE, origin)))
 
     def identity(self) -> str:
         where = self.namespace if self.namespace is not None else self.template
