@@ -629,8 +629,10 @@ direction = "push"
     # then): the watcher sees the same head there and takes the files as memsync left them.
     agents = Hint("agents")
     wait_until(
-        lambda: (left := r.live._left.get(agents)) is not None
-        and left.files == signature_of(store / ".mnem"),
+        lambda: (
+            (left := r.live._left.get(agents)) is not None
+            and left.files == signature_of(store / ".mnem")
+        ),
         "the store memsync let go to be recognised as it left it",
     )
     assert r.live.cycles == 1
