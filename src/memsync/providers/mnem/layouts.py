@@ -122,11 +122,6 @@ def _plain_memory(inner: dict[str, Any]) -> bool:
     return set(inner) == {"content"} and isinstance(inner["content"], str)
 
 
-def text_of(content: Any) -> str:
-    """The text a node's content holds (what adoption compares)."""
-    return read_value(content).text
-
-
 def reserved_keys(shape: str) -> frozenset[str]:
     """Metadata keys a dict value of this shape cannot hold at its top level."""
     if shape == "kind":
