@@ -95,6 +95,11 @@ class Listing(ABC):
     # memory out, and a store without Dream states may have had memsync take it out (mnem).
     hides_retired: bool = False
     tombstones_retired: bool = False
+    # Records the store holds outside every place its layout names (a mnem node outside the
+    # LangGraph namespaces): never memsync's, counted for status. None: not counted, or not
+    # known from this listing; an incremental listing says by how much it changed instead.
+    outside: int | None = None
+    outside_change: int = 0
 
     def __init__(self) -> None:
         self.removed = []
@@ -227,6 +232,12 @@ class Provider(ABC):
 
     @abstractmethod
     def get(self, provider_id: str) -> Record | None: ...
+
+    def first_dates(self, provider_ids: list[str]) -> dict[str, str]:
+        """When the store got each of these memories, for those it lists without a created_at
+        (mnem: the commit that added a node an agent wrote): ISO instants by id, for the ids it
+        can tell. Asked once, when memsync first sees a memory; unknown ones are dated then."""
+        return {}
 
     def hidden_records(self) -> list[Record]:
         """Memories the store keeps but no longer serves (mnem's expiry tombstones), so that

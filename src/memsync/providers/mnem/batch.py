@@ -91,7 +91,7 @@ class BatchWrite:
         return self.view[node_id]
 
     def _plan_create(self, op: WriteOp, item: Outgoing) -> Step:
-        spec = node_spec(item)
+        spec = node_spec(item, layout=self.handle.layout)
         current = self._current(spec.id)
         family = family_of(item.origin)
         if current is None:
@@ -103,7 +103,7 @@ class BatchWrite:
         existing = current.as_node(self.handle.sdk) if isinstance(current, NodeSpec) else current
         text, _ = content_text(existing.content)
         if content_hash(text) == item.content_hash:  # the same memory already there: adopt it
-            record = record_from_node(existing, self.handle.scope_key())
+            record = record_from_node(existing, self.handle.scope_key(), self.handle.layout)
             return Step(op, "none", spec.id, record=record if isinstance(record, Record) else None)
         raise NodeIdCollision(
             f"{self.handle.name}: node {spec.id!r} already exists in {self.handle.path} with "
@@ -114,7 +114,7 @@ class BatchWrite:
     def _plan_update(self, op: WriteOp, item: Outgoing) -> Step:
         node_id = op.provider_id or ""
         current = self._current(node_id)
-        spec = node_spec(item, node_id=node_id)
+        spec = node_spec(item, node_id=node_id, layout=self.handle.layout)
         if current is None and forgotten_as_expired(self.handle, node_id):
             # memsync tombstoned it when its date passed: the update (date cleared or moved)
             # brings it back, with history holding both.
@@ -150,7 +150,9 @@ class BatchWrite:
         return Step(op, "add", spec.id, spec=spec, counted=counted, family=family, record=record)
 
     def _record(self, spec: NodeSpec) -> Record:
-        record = record_from_node(spec.as_node(self.handle.sdk), self.handle.scope_key())
+        record = record_from_node(
+            spec.as_node(self.handle.sdk), self.handle.scope_key(), self.handle.layout
+        )
         assert isinstance(record, Record)  # require_content ran before any spec was made
         return record
 

@@ -28,7 +28,7 @@ from memsync.providers.mnem.handle import AUTHOR, StoreHandle
 from memsync.records import Record
 
 EXPIRED_COMMIT = "memsync: forgot"  # how an expiry (or Dream) tombstone commit's message starts
-_SWEPT: dict[str, date] = {}  # store identity -> the UTC day its expired nodes were forgotten
+_SWEPT: dict[str, date] = {}  # store path -> the UTC day its expired nodes were forgotten
 
 
 def sweep_expired_daily(handle: StoreHandle) -> None:
@@ -36,7 +36,8 @@ def sweep_expired_daily(handle: StoreHandle) -> None:
     a UTC day per store and process (a scan of working memory), never with another writer's
     changes staged."""
     today = records.utc_clock().date()
-    if handle._foreign_staging or _SWEPT.get(handle.identity()) == today:
+    store = str(handle.path.expanduser().resolve())  # one sweep a day for every scope it holds
+    if handle._foreign_staging or _SWEPT.get(store) == today:
         return
     nodes = handle.sdk_call("read working memory", lambda: handle.store.working_memory())
     expired = {node_id for node_id, node in nodes.items() if expired_in_note(node)}
@@ -44,7 +45,7 @@ def sweep_expired_daily(handle: StoreHandle) -> None:
     forget_retired(
         handle, [n for n, node in nodes.items() if n not in expired and retired_in_note(node)]
     )
-    _SWEPT[handle.identity()] = today
+    _SWEPT[store] = today
 
 
 def forget_expired(handle: StoreHandle, node_ids: list[str]) -> None:
@@ -98,7 +99,7 @@ def hidden_records(handle: StoreHandle) -> list[Record]:
         )
         for change in changes:
             if change.kind == "removed" and change.old is not None:
-                record = record_from_node(change.old, handle.scope_key())
+                record = record_from_node(change.old, handle.scope_key(), handle.layout)
                 if isinstance(record, Record):
                     hidden[change.id] = record
     if not hidden:

@@ -41,6 +41,7 @@ from memsync.errors import (
 )
 from memsync.providers.base import Provider
 from memsync.providers.mnem.holder import store_holder
+from memsync.providers.mnem.layouts import MEM0, Layout
 
 log = logging.getLogger("memsync.mnem")
 
@@ -82,6 +83,8 @@ def detached(error: ProviderError) -> ProviderError:
 class StoreHandle(Provider):
     """A mnem provider's store at ``path`` (the directory holding ``.mnem``): opening it,
     closing it, and every SDK call on it with the SDK's errors as memsync's typed errors."""
+
+    layout: Layout = MEM0  # where memories sit in the store, and their shape (``layouts``)
 
     def __init__(
         self,
