@@ -98,6 +98,7 @@ class StoreHandle(Provider):
     ) -> None:
         super().__init__(name)
         self.path = Path(path)
+        self._resolved: Path | None = None
         self.branch = branch
         self._scope_key = scope_key
         self.busy_timeout = busy_timeout
@@ -118,11 +119,17 @@ class StoreHandle(Provider):
     # identity ---------------------------------------------------------------------------
 
     def identity(self) -> str:
-        where = self.path.expanduser().resolve()
-        return f"mnem:{where}" + (f"@{self.branch}" if self.branch else "")
+        return f"mnem:{self._where()}" + (f"@{self.branch}" if self.branch else "")
 
     def scope_key(self) -> str:
-        return self._scope_key or self.path.expanduser().resolve().name
+        return self._scope_key or self._where().name
+
+    def _where(self) -> Path:
+        """The store's directory, resolved once: every record read or written names its scope,
+        and resolving a path asks the file system for each of its parts."""
+        if self._resolved is None:
+            self._resolved = self.path.expanduser().resolve()
+        return self._resolved
 
     # lifecycle ----------------------------------------------------------------------------
 
