@@ -29,6 +29,7 @@ from functools import partial
 from typing import Any, Literal
 
 from memsync.errors import NotFound, ProviderError
+from memsync.faults import killed_inside
 from memsync.providers.base import WriteOp, WriteResult, require_content
 from memsync.providers.mnem.convert import (
     NodeSpec,
@@ -202,6 +203,9 @@ class BatchWrite:
         touched: list[str] = []
         failure: ProviderError | None = None
         try:
+            written = [s.node_id for s in self.steps if s.action in ("add", "rm")]
+            if written:
+                self.handle.note_batch(written)  # a kill from here on leaves it recognisable
             for step in self.steps:
                 if step.action in ("add", "rm"):
                     touched.append(step.node_id)
@@ -212,15 +216,18 @@ class BatchWrite:
                 "read staging",
                 lambda: bool(self.handle.store.staged() or self.handle.store.staged_deletions()),
             ):
-                self.handle.sdk_call(
-                    "commit the batch",
-                    lambda: self.handle.store.commit(commit_message(writes), author=AUTHOR),
-                )
+                with killed_inside("mnem:commit"):
+                    self.handle.sdk_call(
+                        "commit the batch",
+                        lambda: self.handle.store.commit(commit_message(writes), author=AUTHOR),
+                    )
         except ProviderError as exc:
             failure = detached(exc)
         if failure is not None:
-            self.handle.unstage(touched)
+            if self.handle.unstage(touched):
+                self.handle.in_flight.clear()
         else:
+            self.handle.in_flight.clear()
             self._remember_written()
             expired = [
                 s.node_id
