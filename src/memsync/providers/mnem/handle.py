@@ -185,8 +185,9 @@ class StoreHandle(Provider):
                 error = TransientProviderError(f"{self.name}: cannot open {self.path}: {exc}")
         except sdk.NoStoreError:
             error = ProviderError(
-                f"{self.name}: no mnem store at {self.path}; create one with "
-                f"python -c \"import mnem; mnem.init('{self.path}')\" or fix "
+                f"{self.name}: no mnem store at {self.path}; set create = true in "
+                f"providers.{self.name} to make it on the first write, create one with "
+                f"python -c \"import mnem; mnem.init('{self.path}')\", or fix "
                 f"providers.{self.name}.path"
             )
         except sdk.MnemError as exc:
