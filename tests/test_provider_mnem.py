@@ -732,3 +732,15 @@ def test_an_update_from_the_staged_record_is_written_even_when_its_version_match
     assert [r.error for r in provider.write_many([op])] == [None]
     assert provider.store.working_node("mem0:m1").provenance.note is not None
     provider.close()
+
+
+def test_a_create_nobody_knew_of_a_node_already_there_as_written_commits_nothing(
+    tmp_path: Path, double: ModuleType
+) -> None:
+    provider = _seeded(double, tmp_path, 5)
+    head = provider.store.head_commit()
+    provider.known.forget_all()  # as after an incremental listing
+    (result,) = provider.write_many([WriteOp("create", "k", item=mem0_item("m1", "memory 1"))])
+    assert result.error is None and result.record is not None
+    assert provider.store.head_commit() == head and provider.store.staged() == []
+    provider.close()

@@ -260,6 +260,13 @@ class BatchWrite:
         if not unverified:
             return
         changes = self.handle.sdk_call("diff the batch", lambda: self.handle.store.diff())
+        changed = {change.id for change in changes}
+        for node_id, step in unverified.items():
+            if node_id not in changed:  # the very node is there already: nothing to write
+                self.handle.sdk_call(
+                    f"unstage node {node_id!r}", partial(self.handle.store.unstage, node_id)
+                )
+                step.action, step.counted, step.unverified = "none", "", False
         for change in changes:
             step = unverified.get(change.id)
             if step is None or change.kind != "modified" or change.old is None:
