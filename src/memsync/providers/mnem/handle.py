@@ -235,7 +235,7 @@ class StoreHandle(Provider):
                 self.in_flight.clear()
             pending = self._staged_ids()
         elif not pending and noted is not None:
-            self.in_flight.clear()  # an agent committed what memsync had staged: it is in mnem
+            self.in_flight.clear()  # committed after all (memsync stopped after its commit)
         self._foreign_staging = sorted(pending)
         if pending:
             log.warning(

@@ -11,7 +11,9 @@ whole and fsynced), and removes the note once the batch is committed or unstaged
 When memsync opens the store again and every staged change is named in its note, they are
 memsync's own: it unstages them, and the next plan writes them again from its outbox, once.
 A staged change the note does not name belongs to another writer, and then memsync leaves all
-of staging alone, as it does without a note.
+of staging alone, as it does without a note. (The note names nodes, not versions: an agent that
+staged one of those very nodes after memsync died, and left it uncommitted, would see that
+uncommitted change unstaged with memsync's.)
 """
 
 from __future__ import annotations
