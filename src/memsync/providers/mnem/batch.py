@@ -261,12 +261,12 @@ class BatchWrite:
             return
         changes = self.handle.sdk_call("diff the batch", lambda: self.handle.store.diff())
         changed = {change.id for change in changes}
-        for node_id, step in unverified.items():
+        for node_id, same in unverified.items():
             if node_id not in changed:  # the very node is there already: nothing to write
                 self.handle.sdk_call(
                     f"unstage node {node_id!r}", partial(self.handle.store.unstage, node_id)
                 )
-                step.action, step.counted, step.unverified = "none", "", False
+                same.action, same.counted, same.unverified = "none", "", False
         for change in changes:
             step = unverified.get(change.id)
             if step is None or change.kind != "modified" or change.old is None:
