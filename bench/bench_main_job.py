@@ -215,7 +215,8 @@ def update_cycles(workdir: Path, n: int) -> None:
         f"({timings['0.1%'][0] / timings['0.1%'][1]:.2f}x); 1% edited {timings['1%'][0]:.2f}s "
         f"against {timings['1%'][1]:.2f}s; what a change costs beyond a no-change cycle: "
         f"{per_change['0.1%'] * 1000:.2f} ms at 0.1%, {per_change['1%'] * 1000:.2f} ms at 1% "
-        "(the same at both: in proportion to the changes, not to the store)",
+        "(in proportion to the changes when the two agree; the no-change cycles' own spread "
+        "is printed above)",
         flush=True,
     )
     floor_of_mnem(target)
