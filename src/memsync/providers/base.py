@@ -51,6 +51,10 @@ class Capabilities:
     # a version older than one it showed before means the store went back in time (a
     # restore, lost writes), and the mirror holds it as a rollback instead of an edit.
     ordered_updates: bool = False
+    # A batch's commit costs time in proportion to everything the store holds, not to the
+    # batch (mnem 0.0.7 rewrites its whole state map at each commit): replay then sizes its
+    # batches to the store, so that the commits of a large copy cost about what one would.
+    commits_scan_store: bool = False
 
 
 def stored_text(capabilities: Capabilities, text: str) -> str:
@@ -138,8 +142,9 @@ class WriteOp:
     key: str
     item: Outgoing | None = None
     provider_id: str | None = None
-    # For an update: the memory as the staging store last saw it in this provider, so a
-    # provider that must know what it replaces (Mem0's merging update) need not read it first.
+    # For an update or a delete: the memory as the staging store last saw it in this
+    # provider, so a provider that must know what it replaces (Mem0's merging update, mnem's
+    # batch) need not read it first.
     previous: Record | None = None
 
     def __post_init__(self) -> None:

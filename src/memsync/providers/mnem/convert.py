@@ -193,6 +193,10 @@ def node_version(node: Any) -> str:
     """The version token of a node: sha256 of its canonical JSON (changes with its object id),
     prefixed ``bare-`` when the node holds no memsync note, so the mirror can tell later
     whether the version it staged carried memsync's fields (see "Agent rewrites")."""
+    return _version(node, noted=memsync_note(node) is not None)
+
+
+def _version(node: Any, *, noted: bool) -> str:
     identity = _node_identity(
         node.id,
         node.content,
@@ -200,7 +204,7 @@ def node_version(node: Any) -> str:
         _provenance_fields(node.provenance),
         node.event_time,
     )
-    return identity if memsync_note(node) is not None else BARE_VERSION + identity
+    return identity if noted else BARE_VERSION + identity
 
 
 def node_spec(item: Outgoing, node_id: str | None = None, layout: Layout = MEM0) -> NodeSpec:
@@ -337,7 +341,7 @@ def record_from_node(node: Any, scope_key: str, layout: Layout = MEM0) -> Record
         scope_key=scope_key,
         created_at=_created_at(note.get("created_at") if note else None, node.event_time),
         updated_at=None,
-        version=node_version(node),
+        version=_version(node, noted=note is not None),  # the note parsed once, not twice
         provenance=provenance,
         origin=origin_for(node.id, note.get("origin") if note else None),
         expiration_date=_str_or_none(note.get("expiration_date")) if note else None,

@@ -65,6 +65,7 @@ def forget_retired(handle: StoreHandle, node_ids: list[str]) -> None:
 def _forget(handle: StoreHandle, node_ids: list[str], why: str) -> None:
     if not node_ids:
         return
+    handle.note_batch(node_ids)
     try:
         for node_id in node_ids:
             handle.sdk_call(f"forget node {node_id!r}", partial(handle.store.rm, node_id))
@@ -73,8 +74,10 @@ def _forget(handle: StoreHandle, node_ids: list[str], why: str) -> None:
             lambda: handle.store.commit(f"{EXPIRED_COMMIT} {len(node_ids)} {why}", author=AUTHOR),
         )
     except ProviderError:
-        handle.unstage(node_ids)
+        if handle.unstage(node_ids):
+            handle.in_flight.clear()
         raise
+    handle.in_flight.clear()
 
 
 def forgotten_as_expired(handle: StoreHandle, node_id: str) -> bool:

@@ -26,6 +26,7 @@ from memsync.providers.mnem.convert import (
 from memsync.providers.mnem.dates import CommitDates
 from memsync.providers.mnem.expiry import forget_expired, hidden_records, sweep_expired_daily
 from memsync.providers.mnem.handle import StagedChangesPresent, StoreHandle, load_sdk
+from memsync.providers.mnem.known import KnownNodes
 from memsync.providers.mnem.layouts import MEM0, VALUE_KEY, layout_from_config
 from memsync.providers.mnem.listing import MnemListing, added_then_removed, paged
 from memsync.records import Outgoing, Record, Skipped
@@ -39,15 +40,28 @@ class MnemProvider(StoreHandle):
     type = "mnem"
     family = "mnem"
     capabilities = Capabilities(
-        incremental=True, client_ids=True, batch_writes=True, timestamps=True
+        incremental=True,
+        client_ids=True,
+        batch_writes=True,
+        timestamps=True,
+        commits_scan_store=True,
     )
 
     native_provenance = frozenset(
         {*NATIVE_FIELDS, "note", CONTENT_JSON_KEY, CONTENT_KIND_KEY, VALUE_KEY}
     )
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.known = KnownNodes()  # what this hold read or wrote: writes ask it, not mnem
+
     def version_detached(self, version: str | None) -> bool:
         return version is not None and version.startswith(BARE_VERSION)
+
+    def open(self) -> None:
+        if self._store is None:
+            self.known = KnownNodes()
+        super().open()
 
     # reads ------------------------------------------------------------------------------------
 
@@ -126,6 +140,8 @@ class MnemProvider(StoreHandle):
                 listing.removed.append(change.id)
             else:
                 items.append(record_from_node(change.new, scope, layout))
+        self.known.gone(listing.removed)
+        self.known.learn(items)
         yield from paged(items)
 
     def _full(self, listing: Listing, head: str | None) -> Iterator[Page]:
@@ -133,7 +149,11 @@ class MnemProvider(StoreHandle):
         nodes = self._committed_nodes(head)
         listing.outside = self._outside(nodes)
         held = [node for node_id, node in nodes.items() if layout.holds(node_id)]
-        yield from paged([record_from_node(node, scope, layout) for node in held])
+        items = [record_from_node(node, scope, layout) for node in held]
+        if not self._foreign_staging:  # working memory is then the head, as memsync writes on
+            outside = (Skipped(i, "outside the layout") for i in nodes if not layout.holds(i))
+            self.known.everything([*items, *outside])  # never written over: not memsync's
+        yield from paged(items)
 
     def _outside(self, nodes: dict[str, Any]) -> int | None:
         """How many of the store's nodes lie outside the layout (None: the default layout's
@@ -181,6 +201,7 @@ class MnemProvider(StoreHandle):
 
     def close(self) -> None:
         self._dates = None
+        self.known = KnownNodes()
         super().close()
 
     def _node(self, node_id: str) -> Any:
@@ -221,13 +242,14 @@ class MnemProvider(StoreHandle):
             for op in ops:
                 yield WriteResult(op, error=error)
             return
-        yield from BatchWrite(self).run(ops)
+        yield from BatchWrite(self, self.known).run(ops)
 
     # expiry (see memsync.providers.mnem.expiry) -----------------------------------------------
 
     def forget_expired(self, node_ids: list[str]) -> None:
         """One tombstone commit for nodes whose date passed; history keeps every one."""
         forget_expired(self, node_ids)
+        self.known.gone(node_ids)
 
     def hidden_records(self) -> list[Record]:
         """The nodes memsync forgot because their date passed and nobody brought back."""
