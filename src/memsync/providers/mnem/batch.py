@@ -52,6 +52,7 @@ class Step:
     record: Record | None = None
     error: Exception | None = None
     family: str = ""
+    refused: ProviderError | None = None  # changed by an agent since the listing (meanwhile)
 
 
 @dataclass
@@ -156,42 +157,76 @@ class BatchWrite:
 
     def _apply(self) -> Iterator[WriteResult]:
         writes = [s for s in self.steps if s.action in ("add", "rm")]
-        touched: list[str] = []
         failure: ProviderError | None = None
-        try:
-            for step in writes:
-                touched.append(step.node_id)
-                self._stage(step)
-            if self.handle.sdk_call(
-                "read staging",
-                lambda: bool(self.handle.store.staged() or self.handle.store.staged_deletions()),
-            ):
-                self.handle.sdk_call(
-                    "commit the batch",
-                    lambda: self.handle.store.commit(commit_message(writes), author=AUTHOR),
-                )
-        except ProviderError as exc:
-            failure = detached(exc)
-        if failure is not None:
-            self.handle.unstage(touched)
-        else:
-            expired = [
-                s.node_id
-                for s in writes
-                if s.spec is not None and is_expired(s.spec.expiration_date)
-            ]
+        self.committed: list[Step] = []
+        self.staged: list[Step] = []
+        with self.handle.writing():
             try:
-                forget_expired(self.handle, expired)  # written (history has it), then tombstoned
-                forget_retired(self.handle, self._retired(set(expired)))
+                self._stage_and_commit(writes)
             except ProviderError as exc:
-                log.warning("%s; the sweep of the next day forgets them", exc)
+                failure = detached(exc)
+            if failure is not None:
+                self.handle.unstage([step.node_id for step in self.staged])
+            else:
+                expired = [
+                    s.node_id
+                    for s in self.committed
+                    if s.spec is not None and is_expired(s.spec.expiration_date)
+                ]
+                try:
+                    forget_expired(self.handle, expired)  # written (history has it), then gone
+                    forget_retired(self.handle, self._retired(set(expired)))
+                except ProviderError as exc:
+                    log.warning("%s; the sweep of the next day forgets them", exc)
+        done = {id(step) for step in self.committed}
         for step in self.steps:
-            if step.action in ("add", "rm") and failure is not None:
+            if step.refused is not None:
+                yield WriteResult(step.op, error=step.refused)
+            elif step.action in ("add", "rm") and id(step) not in done:
                 yield WriteResult(step.op, error=failure)
             elif step.action in ("add", "none"):
                 yield WriteResult(step.op, record=step.record)
             elif step.action == "rm":
                 yield WriteResult(step.op)
+
+    def _stage_and_commit(self, writes: list[Step]) -> None:
+        """Stage every write and commit them. On a store the daemon shares with the agents it
+        serves: never over a node an agent changed since the listing (``meanwhile``), and
+        when an agent's request waits, what is staged so far is committed and the agent goes
+        first (an agent's write waits for one staged node, not for the whole batch)."""
+        self._refuse_changed_meanwhile(writes)
+        for number, step in enumerate(writes):
+            if step.refused is not None:
+                continue
+            self.staged.append(step)
+            self._stage(step)
+            if self.handle.agents_waiting() and number + 1 < len(writes):
+                self._commit_staged()
+                self.handle.yield_to_agents()
+                self._refuse_changed_meanwhile(writes[number + 1 :])
+        self._commit_staged()
+
+    def _refuse_changed_meanwhile(self, steps: list[Step]) -> None:
+        meanwhile = self.handle.meanwhile
+        meanwhile.catch_up(self.handle)
+        for step in steps:
+            if meanwhile.covers(step.node_id):
+                step.refused = meanwhile.refusal(self.handle, step.node_id)
+
+    def _commit_staged(self) -> None:
+        """One commit of what this batch staged since its last one (none when nothing is)."""
+        handle = self.handle
+        if handle.sdk_call(
+            "read staging",
+            lambda: bool(handle.store.staged() or handle.store.staged_deletions()),
+        ):
+            message = commit_message(self.staged)
+            commit = handle.sdk_call(
+                "commit the batch", lambda: handle.store.commit(message, author=AUTHOR)
+            )
+            handle.meanwhile.wrote(commit)
+        self.committed += self.staged
+        self.staged = []
 
     def _retired(self, forgotten: set[str]) -> list[str]:
         """Nodes this batch wrote (or found as written) for memories Dream retired, still

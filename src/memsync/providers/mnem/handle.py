@@ -12,14 +12,21 @@ any commit sweeps it in, so memsync neither commits nor discards them: it keeps 
 committed history, and refuses to write (``StagedChangesPresent``) until they are committed
 or unstaged by whoever owns them. memsync unstages its own half-staged batch when a write
 fails, so it never leaves such leftovers itself (short of being killed mid-batch).
+
+In the daemon the Store is borrowed from the process's held stores (``shared``) instead: the
+daemon may hold it for the agents it serves, and everyone in the process uses that one handle.
+Then others may commit between memsync's calls, so a sequence that stages and commits holds
+the store (``writing``), and what agents committed since memsync last read the store is never
+overwritten blind (``meanwhile``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -41,6 +48,8 @@ from memsync.errors import (
 )
 from memsync.providers.base import Provider
 from memsync.providers.mnem.holder import store_holder
+from memsync.providers.mnem.meanwhile import Meanwhile
+from memsync.providers.mnem.shared import SHARED, SharedStore
 
 log = logging.getLogger("memsync.mnem")
 
@@ -101,7 +110,9 @@ class StoreHandle(Provider):
         self.sdk = sdk if sdk is not None else load_sdk()
         self._store: Any = None
         self._owns_store = True
+        self._borrowed: Path | None = None  # the key of a Store borrowed from SHARED
         self._foreign_staging: list[str] = []
+        self.meanwhile = Meanwhile()  # what others committed since memsync last read the store
 
     @classmethod
     def attached(cls, store: Any, *, name: str = "mnem", sdk: ModuleType | None = None) -> Self:
@@ -126,6 +137,9 @@ class StoreHandle(Provider):
     def open(self) -> None:
         if self._store is not None:
             return
+        if SHARED.enabled:
+            self._borrow()
+            return
         store = self._open_with_retry()
         problem = self._problem_with(store)
         if problem is not None:
@@ -137,12 +151,67 @@ class StoreHandle(Provider):
         self._owns_store = True
         self._note_foreign_staging()
 
+    def _borrow(self) -> None:
+        """The Store from the process's held stores (opened here when nobody holds it yet)."""
+        key = self.path.expanduser().resolve()
+        self._store = SHARED.borrow(key, self._open_checked)
+        self._borrowed = key
+        self._owns_store = True
+        try:
+            problem = self._problem_with(self._store)
+            if problem is not None:
+                raise ProviderError(problem)
+            self._note_foreign_staging()
+        except ProviderError as exc:
+            self.close()
+            raise detached(exc) from None
+
+    def _open_checked(self) -> Any:
+        store = self._open_with_retry()
+        root = Path(store.root).expanduser().resolve()
+        if root != self.path.expanduser().resolve():
+            del store
+            gc.collect()
+            raise ProviderError(self._elsewhere(root))
+        return store
+
     def close(self) -> None:
         """Drop every reference to the Store: mnem releases its lock only when it is collected."""
+        if self._borrowed is not None:
+            key, self._borrowed, self._store = self._borrowed, None, None
+            SHARED.give_back(key)
+            return
         owned = self._owns_store and self._store is not None
         self._store = None
         if owned:
             gc.collect()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the store from the first staged change to its commit: mnem's staging is shared,
+        so nobody else's commit may sweep memsync's changes in, nor memsync's theirs."""
+        store = self._store
+        if not isinstance(store, SharedStore):
+            yield
+            return
+        lane = store.lane
+        del store
+        with lane.held():
+            yield
+
+    @property
+    def borrowed(self) -> bool:
+        """Whether the Store is the daemon's shared one (others may commit between calls)."""
+        return self._borrowed is not None
+
+    def agents_waiting(self) -> bool:
+        """Whether an agent the daemon serves waits for this store (only a borrowed one)."""
+        return isinstance(self._store, SharedStore) and self._store.lane.agents_waiting()
+
+    def yield_to_agents(self) -> None:
+        """Let the waiting agents in (inside ``writing``, with nothing staged), then go on."""
+        if isinstance(self._store, SharedStore):
+            self._store.lane.yield_to_agents()
 
     def _open_with_retry(self) -> Any:
         sdk = self.sdk
@@ -184,11 +253,7 @@ class StoreHandle(Provider):
         """Why this store is not the one configured, or None when it is."""
         root = Path(store.root).expanduser().resolve()
         if root != self.path.expanduser().resolve():
-            return (
-                f"{self.name}: no mnem store at {self.path} (mnem found the one at {root}, "
-                f"above it); point providers.{self.name}.path at {root}, or create a store at "
-                f"{self.path}"
-            )
+            return self._elsewhere(root)
         head = store.head()
         if self.branch is not None and head != f"ref: {self.branch}":
             return (
@@ -197,6 +262,13 @@ class StoreHandle(Provider):
                 "under the agent: check that branch out in mnem, or remove `branch`"
             )
         return None
+
+    def _elsewhere(self, root: Path) -> str:
+        return (
+            f"{self.name}: no mnem store at {self.path} (mnem found the one at {root}, "
+            f"above it); point providers.{self.name}.path at {root}, or create a store at "
+            f"{self.path}"
+        )
 
     def _note_foreign_staging(self) -> None:
         pending = self.sdk_call(
