@@ -111,6 +111,7 @@ class StoreHandle(Provider):
         self._store: Any = None
         self._owns_store = True
         self._borrowed: Path | None = None  # the key of a Store borrowed from SHARED
+        self.linger = 0.0  # seconds the daemon keeps a borrowed Store after the last user
         self._foreign_staging: list[str] = []
         self.meanwhile = Meanwhile()  # what others committed since memsync last read the store
 
@@ -179,7 +180,7 @@ class StoreHandle(Provider):
         """Drop every reference to the Store: mnem releases its lock only when it is collected."""
         if self._borrowed is not None:
             key, self._borrowed, self._store = self._borrowed, None, None
-            SHARED.give_back(key)
+            SHARED.give_back(key, linger=self.linger)
             return
         owned = self._owns_store and self._store is not None
         self._store = None
