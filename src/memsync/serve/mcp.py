@@ -17,6 +17,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mnem import MnemError
 
+from memsync.errors import MemsyncError
 from memsync.paths import Paths
 from memsync.serve.client import StoreClient
 from memsync.serve.ops import LOG_LIMIT
@@ -63,7 +64,7 @@ def build_server(
             return client.call(op, **args)
         except MnemError as exc:
             raise ToolError(f"{error_code(exc)}: {exc}") from None
-        except ServeError as exc:
+        except (ServeError, MemsyncError) as exc:  # memsync's own (a bad PMM document)
             raise ToolError(str(exc)) from None
 
     @mcp.tool()
