@@ -136,8 +136,9 @@ def test_an_agents_write_through_the_daemon_is_its_own_commit_and_reaches_mem0_a
 
     server.add("alice reads at night", user_id="alice")  # Mem0 -> the store the agent uses
     wait_until(
-        lambda: "alice reads at night"
-        in {n["content"] for n in (agent.call("recall") or {}).values()},
+        lambda: (
+            "alice reads at night" in {n["content"] for n in (agent.call("recall") or {}).values()}
+        ),
         "Mem0's write through the agent's client",
     )
     assert "alice likes tea" in {n["content"] for n in agent.call("recall").values()}
