@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import write_config
+from tests.conftest import run_memsync, write_config
 from tests.live_world import ServedServer, served_mem0_server
 from tests.mnem_sdk import real_sdk
 from tests.test_daemon import DaemonProcess
@@ -233,3 +233,19 @@ def test_the_socket_is_private_to_its_user(
     assert stat.S_ISSOCK(sock.stat().st_mode)
     assert stat.S_IMODE(sock.stat().st_mode) == 0o600
     assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
+
+
+def test_memsync_sync_beside_a_served_store_says_the_daemon_holds_it_and_syncs_it(
+    home: Path, world: tuple[ServedServer, Path], daemons: Callable[..., DaemonProcess], clients
+) -> None:
+    _, store = world
+    daemon = daemons(home)
+    daemon.wait_for_line("sync #1 ok", timeout=DEADLINE)
+    agent = clients(store)
+    assert agent.via_daemon
+    config = home / "config" / "config.toml"
+    config.write_text(config.read_text() + 'busy_timeout = "1s"\n')  # under [providers.agent]
+    done = run_memsync(home, "sync")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "is held by the memsync daemon" in done.stdout
+    assert "serves it to agents and syncs it itself" in done.stdout

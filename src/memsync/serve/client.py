@@ -79,8 +79,9 @@ class StoreClient:
         return self._conn is not None
 
     def _connect_or_open(self) -> None:
+        before = self._socket_identity()
         if not self._through_daemon():
-            self._open_here()
+            self._open_here(before)
 
     def _through_daemon(self) -> bool:
         """Attach to the daemon if it serves this store (letting go of a handle held here
@@ -107,9 +108,9 @@ class StoreClient:
         self._conn, self._reader = conn, reader
         return True
 
-    def _open_here(self) -> None:
-        """Open the store in this process, waiting while someone else holds it; the daemon is
-        asked again meanwhile, in case it is the one starting up."""
+    def _open_here(self, socket_seen: tuple[int, int] | None) -> None:
+        """Open the store in this process, waiting while someone else holds it; a daemon that
+        starts meanwhile (a socket other than SOCKET_SEEN) is asked to serve it instead."""
         deadline = time.monotonic() + TAKE_BACK_WAIT
         while True:
             try:
@@ -120,8 +121,11 @@ class StoreClient:
                 if not locked or time.monotonic() > deadline:
                     raise _bare(exc) from None
             time.sleep(0.05)
-            if self._through_daemon():
-                return
+            now = self._socket_identity()
+            if now is not None and now != socket_seen:
+                socket_seen = now
+                if self._through_daemon():
+                    return
         Intents(self.paths).recover(self._store, Path(self._store.root).resolve())
 
     def _let_go_here(self) -> None:
@@ -158,7 +162,7 @@ class StoreClient:
                 return
             had_it = self._store is not None
             if not self._through_daemon() and had_it and self._store is None:
-                self._open_here()  # let go for a daemon that then could not take it
+                self._open_here(identity)  # let go for a daemon that then could not take it
 
     def _settled(self) -> bool:
         """Nothing to hand over: closed, or the daemon holds the store already."""

@@ -81,6 +81,15 @@ def sdk_of(store: Any) -> ModuleType:
     return importlib.import_module(type(store).__module__.split(".")[0])
 
 
+def _daemon_pid() -> int | None:
+    """The running memsync daemon's pid (the one that may hold a store for its agents)."""
+    from memsync.lock import read_daemon_info
+    from memsync.paths import resolve_paths
+
+    pid = read_daemon_info(resolve_paths()).get("pid")
+    return pid if isinstance(pid, int) else None
+
+
 def detached(error: ProviderError) -> ProviderError:
     """The error without traceback or chain, so keeping it pins no frame (nor the Store)."""
     error.__context__ = None
@@ -238,6 +247,13 @@ class StoreHandle(Provider):
                     f"for more than {self.busy_timeout:g}s; memsync tries again next cycle",
                     retry_after=max(self.busy_timeout, 1.0),
                 )
+                if holder is not None and holder.pid == _daemon_pid():
+                    error = ProviderBusy(
+                        f"{self.name}: store busy: {self.path} is held by the memsync daemon "
+                        f"({who}), which serves it to agents and syncs it itself; this process "
+                        "can open it once no agent has used it for a few seconds",
+                        retry_after=max(self.busy_timeout, 1.0),
+                    )
             else:
                 error = TransientProviderError(f"{self.name}: cannot open {self.path}: {exc}")
         except sdk.NoStoreError:

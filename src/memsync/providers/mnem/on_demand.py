@@ -17,6 +17,7 @@ from memsync.errors import ProviderError
 from memsync.providers.base import Listing, WriteOp, WriteResult
 from memsync.providers.mnem.listing import MnemListing
 from memsync.providers.mnem.provider import MnemProvider
+from memsync.providers.mnem.shared import SHARED
 from memsync.records import Record
 
 
@@ -99,11 +100,16 @@ class OnDemandMnemProvider(MnemProvider):
         except sdk.MnemError as exc:
             error = ProviderError(f"{self.name}: cannot create a mnem store at {self.path}: {exc}")
         else:
+            self._absent = False
+            self._foreign_staging = []
+            if SHARED.enabled:  # the daemon: the new store is borrowed like any other
+                del store
+                gc.collect()
+                self.open()
+                return
             self._store = store
             del store
             self._owns_store = True
-            self._absent = False
-            self._foreign_staging = []
             return
         gc.collect()
         raise error
