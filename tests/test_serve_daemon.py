@@ -30,6 +30,7 @@ CONFIG = """
 active = "server"
 interval = "1h"
 probe = "1s"
+watch = false  # an agent's write through the daemon needs no watching: it is a change itself
 
 [backup]
 interval = "1h"
@@ -249,3 +250,12 @@ def test_memsync_sync_beside_a_served_store_says_the_daemon_holds_it_and_syncs_i
     assert done.returncode == 1, done.stdout + done.stderr
     assert "is held by the memsync daemon" in done.stdout
     assert "serves it to agents and syncs it itself" in done.stdout
+
+
+def test_memsync_mcp_on_a_missing_store_is_one_clear_line(home: Path) -> None:
+    real_sdk()
+    done = run_memsync(home, "mcp", "--store", str(home / "no-store-here"))
+    assert done.returncode == 5
+    assert done.stderr.startswith("memsync: error: cannot open the mnem store at ")
+    assert "--store" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
