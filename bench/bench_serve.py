@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import QUICK, report
+from bench._mnem_sdk import why_no_real_sdk
 from bench.bench_live import LATENCY, Daemon, p95, served_server
 
 PROBE = 2.0
@@ -155,11 +156,12 @@ def writes_while_syncing(app: Any, server: Any, daemon: TimedDaemon) -> tuple[li
 
 
 def main() -> None:
-    try:
-        import mnem
-    except ImportError as exc:
-        print(f"# serve rows skipped: the real mnem SDK is not importable here ({exc})")
+    no_sdk = why_no_real_sdk()
+    if no_sdk is not None:
+        print(f"# serve rows skipped: {no_sdk}")
         return
+    import mnem
+
     os.environ.setdefault("MEM0_TELEMETRY", "False")
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         home = Path(tmp) / "home"
