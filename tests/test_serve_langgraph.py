@@ -44,6 +44,19 @@ def sdk_object(names: Names, value: Any) -> Any:
     return [f"{kind.__module__}.{kind.__qualname__}", names.normal(value.to_dict())]
 
 
+def chain(commits: list[Any]) -> list[Any]:
+    """A linear history newest first, by its parent links: mnem's ``log`` orders by time, and
+    commits made within one millisecond come in either order."""
+    parents = {parent for commit in commits for parent in commit.parents}
+    by_id = {commit.id: commit for commit in commits}
+    (head,) = [commit for commit in commits if commit.id not in parents]
+    ordered = [head]
+    while ordered[-1].parents and ordered[-1].parents[0] in by_id:
+        ordered.append(by_id[ordered[-1].parents[0]])
+    assert len(ordered) == len(commits)
+    return ordered
+
+
 def outcome(names: Names, action: Any) -> Any:
     """What an action answered, or the error it raised (class and text)."""
     try:
@@ -86,7 +99,7 @@ def body(store: Any) -> list[Any]:
     seen.append(sdk_object(names, store.why(alice, "k1")))
     seen.append(sdk_object(names, store.why(bob, "k1")))
     seen.append(outcome(names, lambda: store.why(alice, "k2")))
-    seen.append([sdk_object(names, commit) for commit in store.history(limit=10)])
+    seen.append([sdk_object(names, commit) for commit in chain(store.history(limit=10))])
     seen.append(store.branch("try"))
     seen.append(store.switch("try"))
     store.put(alice, "guess", {"content": "may move"})
@@ -104,7 +117,7 @@ def body(store: Any) -> list[Any]:
         ]
 
     seen.append(asyncio.run(later()))
-    seen.append([sdk_object(names, commit) for commit in store.history(limit=3)])
+    seen.append([sdk_object(names, commit) for commit in chain(store.history(limit=2))])
     return seen
 
 

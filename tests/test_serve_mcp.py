@@ -108,6 +108,33 @@ class Names:
         return value
 
 
+def by_parents(value: Any) -> Any:
+    """Every list of commits in VALUE (a history answer, its JSON text too) ordered newest
+    first by parent links: mnem's log orders by time, and two commits made within one
+    millisecond come in either order."""
+    if isinstance(value, dict):
+        return {key: by_parents(item) for key, item in value.items()}
+    if isinstance(value, str) and value[:1] == "[":
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value
+        return json.dumps(by_parents(decoded), indent=2)
+    if not isinstance(value, list):
+        return value
+    if not value or not all(isinstance(c, dict) and "parents" in c for c in value):
+        return [by_parents(item) for item in value]
+    by_id = {c["id"]: c for c in value}
+    parents = {p for c in value for p in c["parents"]}
+    heads = [c for c in value if c["id"] not in parents]
+    if len(heads) != 1:
+        return value
+    ordered = heads
+    while ordered[-1]["parents"] and ordered[-1]["parents"][0] in by_id:
+        ordered = [*ordered, by_id[ordered[-1]["parents"][0]]]
+    return ordered if len(ordered) == len(value) else value
+
+
 async def transcript(params: StdioServerParameters) -> dict[str, Any]:
     """Every mnem-mcp tool and resource, called in one order; the answers, normalised."""
     names = Names()
@@ -116,14 +143,14 @@ async def transcript(params: StdioServerParameters) -> dict[str, Any]:
 
         async def call(tool: str, **args: Any) -> Any:
             result = await client.call_tool(tool, args)
-            calls.append([tool, names.normal(result.model_dump(mode="json", exclude_none=True))])
+            answer = result.model_dump(mode="json", exclude_none=True)
+            calls.append([tool, names.normal(by_parents(answer) if tool == "history" else answer)])
             return result.structured_content or {}
 
         async def read(uri: str) -> None:
             result = await client.read_resource(uri)
-            calls.append(
-                [names.name(uri), names.normal(result.model_dump(mode="json", exclude_none=True))]
-            )
+            answer = result.model_dump(mode="json", exclude_none=True)
+            calls.append([names.name(uri), names.normal(by_parents(answer))])
 
         head = (await call("history", limit=1))["result"][0]["id"]
         first = (
