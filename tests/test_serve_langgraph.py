@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import mnem_langgraph
 import pytest
 from langgraph.store.base import Item, SearchItem
 
@@ -141,6 +140,8 @@ def copies(tmp_path: Path) -> dict[str, Path]:
 def test_memsync_store_answers_as_mnem_langgraph_alone_and_through_the_daemon(
     home: Path, copies: dict[str, Path]
 ) -> None:
+    import mnem_langgraph  # installed by `make mnem-sdk` on top of the SDK (copies: real_sdk())
+
     from memsync.langgraph import MnemosyneStore
 
     theirs_store = mnem_langgraph.MnemosyneStore(str(copies["mnem-langgraph"]), author="agent-x")

@@ -19,16 +19,13 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client  # a test dependency (dev extra): missing, it is an error, not a skip
+from mcp.client.stdio import StdioServerParameters
 
 from tests.conftest import subprocess_env, write_config
 from tests.mnem_sdk import real_sdk
 from tests.test_daemon import DaemonProcess
 from tests.test_live_watch import DEADLINE, init_store
-
-pytest.importorskip  # noqa: B018 - mcp is a test dependency: a missing one is an error
-
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 CONFIG = """
 [sync]

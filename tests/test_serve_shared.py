@@ -22,7 +22,6 @@ from memsync.providers.mnem.meanwhile import ChangedMeanwhile
 from memsync.providers.mnem.provider import MnemProvider
 from memsync.providers.mnem.shared import SHARED, Lane, SharedStore
 from memsync.records import Outgoing
-from memsync.serve import ops
 from tests.mnem_sdk import real_sdk
 from tests.test_live_watch import DEADLINE, init_store, wait_until
 
@@ -59,6 +58,8 @@ def creates(count: int, prefix: str = "m") -> list[WriteOp]:
 
 def agent(store: SharedStore, op: str, **args: Any) -> Any:
     """A served request, as the daemon runs it: in the lane, ahead of memsync."""
+    from memsync.serve import ops  # the mnem SDK's agents module: after real_sdk()
+
     with store.lane.held(agent=True):
         return ops.run(store, op, args)
 
