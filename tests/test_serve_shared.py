@@ -87,7 +87,7 @@ def test_the_lane_lets_a_waiting_agent_in_before_memsync_when_a_batch_steps_asid
     assert sorted(order[1:]) == ["batch goes on", "sync"]
 
 
-def test_an_agents_write_during_a_sync_batch_is_its_own_commit_between_memsyncs(
+def test_an_agents_write_during_a_sync_batch_goes_first_as_its_own_commit(
     shared: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     provider = borrowed(shared)
@@ -123,11 +123,45 @@ def test_an_agents_write_during_a_sync_batch_is_its_own_commit_between_memsyncs(
     ours = next(c for c in commits if c.id == answers[0]["commit"])
     assert (ours.author, ours.message) == ("agent-x", "remember agent-note")
     assert store.changed_by(ours.id) == {"agent-note": "added"}  # none of memsync's swept in
-    before = store.changed_by(ours.parents[0])
-    after = [c for c in commits if c.parents == (ours.id,)]
-    assert len(before) == 50 and all(c.startswith("mem0:") for c in before)
-    assert len(after) == 1 and len(store.changed_by(after[0].id)) == 250
-    assert {c.author for c in commits if c.id != ours.id} == {"memsync"}
+    (batch,) = [c for c in commits if c.author == "memsync"]  # stepped aside, then one commit
+    assert batch.parents == (ours.id,)
+    changed = store.changed_by(batch.id)
+    assert len(changed) == 300 and all(node.startswith("mem0:") for node in changed)
+    provider.close()
+
+
+def test_a_node_staged_by_memsync_that_the_agent_writes_meanwhile_keeps_the_agents_value(
+    shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    provider = borrowed(shared)
+    store = provider.store
+    staged = 0
+    agent_waits = threading.Event()
+    original = BatchWrite._stage
+
+    def stage(self: BatchWrite, step: Any) -> None:
+        nonlocal staged
+        original(self, step)
+        staged += 1
+        if staged == 50:
+            agent_waits.set()
+            wait_until(store.lane.agents_waiting, "the agent's request waiting")
+
+    monkeypatch.setattr(BatchWrite, "_stage", stage)
+
+    def agent_writes() -> None:  # a node memsync staged a moment ago, not committed yet
+        agent_waits.wait(DEADLINE)
+        agent(store, "remember", id="mem0:m10", content="the agent's own", author="agent-x")
+
+    thread = threading.Thread(target=agent_writes)
+    thread.start()
+    results = {r.op.key: r for r in provider.write_many(creates(100))}
+    thread.join(DEADLINE)
+
+    assert isinstance(results["m10"].error, ChangedMeanwhile)
+    assert [k for k, r in results.items() if r.error is not None] == ["m10"]
+    assert store.working_node("mem0:m10").content == "the agent's own"
+    assert store.working_node("mem0:m11") is not None
     provider.close()
 
 

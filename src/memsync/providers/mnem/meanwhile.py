@@ -36,37 +36,45 @@ class Meanwhile:
     """The head memsync last saw in a store, and the nodes others changed since its listing."""
 
     def __init__(self) -> None:
-        self.head: str | None = None  # None: no listing yet, nothing to compare with
+        self.read = False  # no listing yet: nothing to compare with
+        self.head: str | None = None  # the head memsync last saw (None: the store had none)
         self.others: set[str] = set()
 
     def read_at(self, head: str | None) -> None:
         """A listing read the store at HEAD: what others did before is in it."""
+        self.read = True
         self.head = head
         self.others = set()
 
     def wrote(self, commit: str) -> None:
         """memsync committed COMMIT on top of the head it had caught up with."""
+        self.read = True
         self.head = commit
 
     def catch_up(self, handle: StoreHandle) -> set[str]:
         """The nodes others changed since the listing (call inside the lane, before staging)."""
-        if self.head is None:
+        if not self.read:
             return self.others
         head = handle.sdk_call("read the head commit", lambda: handle.store.head_commit())
         if head is None or head == self.head:
             return self.others
         since = self.head
         try:
-            changes = handle.sdk_call(
-                f"diff {since[:12]}..{head[:12]}", lambda: handle.store.diff(since, head)
-            )
+            if since is None:  # the store had no commit when memsync read it: all is new
+                changed = set(
+                    handle.sdk_call("read the head state", lambda: handle.store.state_at(head))
+                )
+            else:
+                changes = handle.sdk_call(
+                    f"diff {since[:12]}..{head[:12]}", lambda: handle.store.diff(since, head)
+                )
+                changed = {change.id for change in changes}
         except TransientProviderError:
             raise
         except Exception as exc:  # the branch moved under memsync: nothing can be trusted
-            log.info("%s: cannot follow the head from %s (%s)", handle.name, since[:12], exc)
-            self.others.add(EVERYTHING)
-        else:
-            self.others |= {change.id for change in changes}
+            log.info("%s: cannot follow the head from %s (%s)", handle.name, since, exc)
+            changed = {EVERYTHING}
+        self.others |= changed
         self.head = head
         return self.others
 
