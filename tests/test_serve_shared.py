@@ -87,9 +87,12 @@ def test_the_lane_lets_a_waiting_agent_in_before_memsync_when_a_batch_steps_asid
     assert sorted(order[1:]) == ["batch goes on", "sync"]
 
 
+@pytest.mark.parametrize("arrives_at", [20, 50])
 def test_an_agents_write_during_a_sync_batch_goes_first_as_its_own_commit(
-    shared: Path, monkeypatch: pytest.MonkeyPatch
+    shared: Path, monkeypatch: pytest.MonkeyPatch, arrives_at: int
 ) -> None:
+    """What the batch staged before the agent came is committed first, on its own; the rest
+    after the agent's commit. No commit mixes the two."""
     provider = borrowed(shared)
     store = provider.store
     staged = 0
@@ -100,7 +103,7 @@ def test_an_agents_write_during_a_sync_batch_goes_first_as_its_own_commit(
         nonlocal staged
         original(self, step)
         staged += 1
-        if staged == 50:  # the agent's request arrives in the middle of the batch
+        if staged == arrives_at:  # the agent's request arrives in the middle of the batch
             agent_waits.set()
             wait_until(store.lane.agents_waiting, "the agent's request waiting")
 
@@ -119,18 +122,19 @@ def test_an_agents_write_during_a_sync_batch_goes_first_as_its_own_commit(
     thread.join(DEADLINE)
 
     assert [r.error for r in results] == [None] * 300
-    commits = store.log()  # newest first
+    commits = store.log()
     ours = next(c for c in commits if c.id == answers[0]["commit"])
     assert (ours.author, ours.message) == ("agent-x", "remember agent-note")
     assert store.changed_by(ours.id) == {"agent-note": "added"}  # none of memsync's swept in
-    (batch,) = [c for c in commits if c.author == "memsync"]  # stepped aside, then one commit
-    assert batch.parents == (ours.id,)
-    changed = store.changed_by(batch.id)
-    assert len(changed) == 300 and all(node.startswith("mem0:") for node in changed)
+    batch = [c for c in commits if c.author == "memsync"]
+    parts = [len(store.changed_by(c.id)) for c in reversed(batch)]  # oldest first
+    assert parts == [arrives_at, 300 - arrives_at]
+    after = next(c for c in batch if c.parents == (ours.id,))  # the batch went on after it
+    assert all(node.startswith("mem0:") for node in store.changed_by(after.id))
     provider.close()
 
 
-def test_a_node_staged_by_memsync_that_the_agent_writes_meanwhile_keeps_the_agents_value(
+def test_a_node_the_batch_has_yet_to_write_that_the_agent_writes_meanwhile_keeps_its_value(
     shared: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     provider = borrowed(shared)
@@ -143,25 +147,25 @@ def test_a_node_staged_by_memsync_that_the_agent_writes_meanwhile_keeps_the_agen
         nonlocal staged
         original(self, step)
         staged += 1
-        if staged == 50:
+        if staged == 20:  # m60 is planned, not staged yet
             agent_waits.set()
             wait_until(store.lane.agents_waiting, "the agent's request waiting")
 
     monkeypatch.setattr(BatchWrite, "_stage", stage)
 
-    def agent_writes() -> None:  # a node memsync staged a moment ago, not committed yet
+    def agent_writes() -> None:  # a node the batch is about to write
         agent_waits.wait(DEADLINE)
-        agent(store, "remember", id="mem0:m10", content="the agent's own", author="agent-x")
+        agent(store, "remember", id="mem0:m60", content="the agent's own", author="agent-x")
 
     thread = threading.Thread(target=agent_writes)
     thread.start()
     results = {r.op.key: r for r in provider.write_many(creates(100))}
     thread.join(DEADLINE)
 
-    assert isinstance(results["m10"].error, ChangedMeanwhile)
-    assert [k for k, r in results.items() if r.error is not None] == ["m10"]
-    assert store.working_node("mem0:m10").content == "the agent's own"
-    assert store.working_node("mem0:m11") is not None
+    assert isinstance(results["m60"].error, ChangedMeanwhile)  # planned again next cycle
+    assert [k for k, r in results.items() if r.error is not None] == ["m60"]
+    assert store.working_node("mem0:m60").content == "the agent's own"
+    assert store.working_node("mem0:m61") is not None
     provider.close()
 
 

@@ -11,7 +11,7 @@ Every call into a shared Store takes the store's ``Lane``: one thread at a time,
 wants (a Store may be used from any thread, one call at a time). mnem's staging is shared,
 so whoever stages and commits holds the lane from the first ``add`` to the ``commit``
 (``Lane.held``), and an agent comes first: a waiting agent is let in before the next sync
-call, and a sync batch that sees one waiting takes back what it staged so far and steps aside
+call, and a sync batch that sees one waiting commits what it staged so far and steps aside
 (``Lane.yield_to_agents``), so an agent's write never waits for a whole batch.
 """
 
