@@ -254,7 +254,9 @@ class Daemon:
         if self.ui is not None:
             self.ui.stop(grace=0)  # its open connections close; its requests share the grace
         with self._jobs:
-            idle = self._jobs.wait_for(lambda: self._running_jobs == 0, timeout=STOP_GRACE)
+            idle = self._jobs.wait_for(
+                lambda: self._running_jobs == 0, timeout=max(0.0, deadline - time.monotonic())
+            )
         if self.ui is not None and not self.ui.wait_answered(deadline - time.monotonic()):
             idle = False
         if not idle:
