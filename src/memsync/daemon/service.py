@@ -48,7 +48,7 @@ from memsync.errors import ConfigError, LockHeld, MemsyncError
 from memsync.lock import daemon_lock, is_locked
 from memsync.paths import Paths
 from memsync.providers.mem0.server_tokens import require_lasting_credentials
-from memsync.providers.mnem.shared import SHARED
+from memsync.providers.mnem.held import HELD
 from memsync.scopes.report import incomplete_discoveries
 from memsync.scopes.triggers import Live
 from memsync.scopes.watch import Hint
@@ -192,7 +192,7 @@ class Daemon:
     def _start_serving(self) -> None:
         """Serve the mnem stores memsync syncs to agents (``memsync.serve``). Everyone in the
         daemon then shares one handle per store: its cycles, the agents it serves."""
-        SHARED.enabled = True
+        HELD.enabled = True
         if self.serve is not None or not any(
             isinstance(entry, MnemConfig) for entry in self.config.providers.values()
         ):
@@ -266,7 +266,7 @@ class Daemon:
                 STOP_GRACE,
             )
             return StopResult(0, jobs_left_running=True)
-        SHARED.let_go_of_idle()  # the agents' clients take their stores back
+        HELD.let_go_of_idle()  # the agents' clients take their stores back
         self._checkpoint()
         log.info("stopped")
         return StopResult(0, jobs_left_running=False)

@@ -2,7 +2,7 @@
 
 A client (``memsync mcp``, ``memsync.langgraph.MnemosyneStore``) asks whether the daemon serves
 its store (``serves``: a store of a configured mnem provider), then attaches to it: the daemon
-borrows the store's one handle from the process's held stores (``providers/mnem/shared``), so
+borrows the store's one handle from the process's held stores (``providers/mnem/held``), so
 its own cycles use the same handle, and keeps it while a client is attached, and ``LINGER``
 seconds after the last one leaves. Each request then runs in the store's lane, ahead of
 memsync's own calls: a write is the agent's commit, with the agent's author, summary and
@@ -10,7 +10,7 @@ provenance, answered only once mnem committed it, and its scope is handed to the
 (``on_write``) so the change is synced at once, with no watching involved.
 
 Stopping: no new connection is taken, each request in flight is answered, every connection is
-closed, and the daemon lets go of the stores (``SharedStores.let_go_of_idle``) so the clients
+closed, and the daemon lets go of the stores (``HeldStores.let_go_of_idle``) so the clients
 take them back.
 """
 
@@ -34,7 +34,7 @@ from memsync.faults import fault_point
 from memsync.paths import Paths, make_private_dir
 from memsync.providers.mnem.holder import process
 from memsync.providers.mnem.provider import MnemProvider
-from memsync.providers.mnem.shared import SHARED, SharedStore
+from memsync.providers.mnem.held import HELD, HeldStore
 from memsync.scopes.watch import Hint
 from memsync.serve import ops
 from memsync.serve.intents import Intents
@@ -86,7 +86,7 @@ class StoreServer:
         os.chmod(self.path, 0o600)
         listener.owner = self
         self._listener = listener
-        SHARED.on_open.append(self._recover)
+        HELD.on_open.append(self._recover)
         self._thread = threading.Thread(
             target=listener.serve_forever, kwargs={"poll_interval": 0.5}, name="serve"
         )
@@ -115,11 +115,11 @@ class StoreServer:
             done = self._lock.wait_for(
                 lambda: not self._sessions, max(0.0, deadline - time.monotonic())
             )
-        if self._recover in SHARED.on_open:
-            SHARED.on_open.remove(self._recover)
+        if self._recover in HELD.on_open:
+            HELD.on_open.remove(self._recover)
         return done
 
-    def _recover(self, store: SharedStore) -> None:
+    def _recover(self, store: HeldStore) -> None:
         """A store was opened in this process: unstage an agent's write a crash cut short."""
         try:
             self.intents.recover(store, store.root)
@@ -209,7 +209,7 @@ class _Session:
         if handle is None or place is None:
             raise MemsyncError("attach to a store first")
         store = handle.store
-        assert isinstance(store, SharedStore)
+        assert isinstance(store, HeldStore)
         writes = op in ops.WRITES
         with store.lane.held(agent=True):
             if not writes:
@@ -292,7 +292,7 @@ class _CommitPoint:
     """The store as a write sees it, with the crash tests' fault point between its staged
     changes and their commit (``serve:staged``)."""
 
-    def __init__(self, store: SharedStore) -> None:
+    def __init__(self, store: HeldStore) -> None:
         self._shared = store
 
     def __getattr__(self, name: str) -> Any:

@@ -49,7 +49,7 @@ from memsync.errors import (
 from memsync.providers.base import Provider
 from memsync.providers.mnem.holder import store_holder
 from memsync.providers.mnem.meanwhile import Meanwhile
-from memsync.providers.mnem.shared import SHARED, SharedStore
+from memsync.providers.mnem.held import HELD, HeldStore
 
 log = logging.getLogger("memsync.mnem")
 
@@ -119,7 +119,7 @@ class StoreHandle(Provider):
         self.sdk = sdk if sdk is not None else load_sdk()
         self._store: Any = None
         self._owns_store = True
-        self._borrowed: Path | None = None  # the key of a Store borrowed from SHARED
+        self._borrowed: Path | None = None  # the key of a Store borrowed from HELD
         self.linger = 0.0  # seconds the daemon keeps a borrowed Store after the last user
         self._foreign_staging: list[str] = []
         self.meanwhile = Meanwhile()  # what others committed since memsync last read the store
@@ -147,7 +147,7 @@ class StoreHandle(Provider):
     def open(self) -> None:
         if self._store is not None:
             return
-        if SHARED.enabled:
+        if HELD.enabled:
             self._borrow()
             return
         store = self._open_with_retry()
@@ -164,7 +164,7 @@ class StoreHandle(Provider):
     def _borrow(self) -> None:
         """The Store from the process's held stores (opened here when nobody holds it yet)."""
         key = self.path.expanduser().resolve()
-        self._store = SHARED.borrow(key, self._open_checked)
+        self._store = HELD.borrow(key, self._open_checked)
         self._borrowed = key
         self._owns_store = True
         try:
@@ -189,7 +189,7 @@ class StoreHandle(Provider):
         """Drop every reference to the Store: mnem releases its lock only when it is collected."""
         if self._borrowed is not None:
             key, self._borrowed, self._store = self._borrowed, None, None
-            SHARED.give_back(key, linger=self.linger)
+            HELD.give_back(key, linger=self.linger)
             return
         owned = self._owns_store and self._store is not None
         self._store = None
@@ -201,7 +201,7 @@ class StoreHandle(Provider):
         """Hold the store from the first staged change to its commit: mnem's staging is shared,
         so nobody else's commit may sweep memsync's changes in, nor memsync's theirs."""
         store = self._store
-        if not isinstance(store, SharedStore):
+        if not isinstance(store, HeldStore):
             yield
             return
         lane = store.lane
@@ -216,11 +216,11 @@ class StoreHandle(Provider):
 
     def agents_waiting(self) -> bool:
         """Whether an agent the daemon serves waits for this store (only a borrowed one)."""
-        return isinstance(self._store, SharedStore) and self._store.lane.agents_waiting()
+        return isinstance(self._store, HeldStore) and self._store.lane.agents_waiting()
 
     def yield_to_agents(self) -> None:
         """Let the waiting agents in (inside ``writing``, with nothing staged), then go on."""
-        if isinstance(self._store, SharedStore):
+        if isinstance(self._store, HeldStore):
             self._store.lane.yield_to_agents()
 
     def _open_with_retry(self) -> Any:

@@ -17,7 +17,7 @@ from memsync.errors import ProviderError
 from memsync.providers.base import Listing, WriteOp, WriteResult
 from memsync.providers.mnem.listing import MnemListing
 from memsync.providers.mnem.provider import MnemProvider
-from memsync.providers.mnem.shared import SHARED
+from memsync.providers.mnem.held import HELD
 from memsync.records import Record
 
 
@@ -102,7 +102,7 @@ class OnDemandMnemProvider(MnemProvider):
         else:
             self._absent = False
             self._foreign_staging = []
-            if SHARED.enabled:  # the daemon: the new store is borrowed like any other
+            if HELD.enabled:  # the daemon: the new store is borrowed like any other
                 del store
                 gc.collect()
                 self.open()

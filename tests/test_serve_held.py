@@ -1,7 +1,7 @@
 """One mnem handle shared by the daemon's cycles and the agents it serves: an agent's write never
 lands inside memsync's batch, never waits for a whole batch, and is never overwritten blind.
 
-On the real SDK, in this process: the daemon's side is ``SHARED`` turned on, memsync's side a
+On the real SDK, in this process: the daemon's side is ``HELD`` turned on, memsync's side a
 ``MnemProvider`` borrowing the store, the agent's side an operation run in the store's lane as the
 daemon runs a served request.
 """
@@ -20,7 +20,7 @@ from memsync.providers.base import WriteOp
 from memsync.providers.mnem.batch import BatchWrite
 from memsync.providers.mnem.meanwhile import ChangedMeanwhile
 from memsync.providers.mnem.provider import MnemProvider
-from memsync.providers.mnem.shared import SHARED, Lane, SharedStore
+from memsync.providers.mnem.held import HELD, Lane, HeldStore
 from memsync.records import Outgoing
 from tests.mnem_sdk import real_sdk
 from tests.test_live_watch import DEADLINE, init_store, wait_until
@@ -31,18 +31,18 @@ def shared(tmp_path: Path) -> Iterator[Path]:
     """Sharing on, as in the daemon, and a store to share."""
     real_sdk()
     store = init_store(tmp_path / "memory")
-    SHARED.enabled = True
+    HELD.enabled = True
     try:
         yield store
     finally:
-        SHARED.enabled = False
-        SHARED.let_go_of_idle()
+        HELD.enabled = False
+        HELD.let_go_of_idle()
 
 
 def borrowed(path: Path) -> MnemProvider:
     provider = MnemProvider("mnem", path, sdk=real_sdk())
     provider.open()
-    assert isinstance(provider.store, SharedStore)
+    assert isinstance(provider.store, HeldStore)
     provider.listing()  # what a cycle reads first: the head others' commits are counted from
     return provider
 
@@ -56,7 +56,7 @@ def creates(count: int, prefix: str = "m") -> list[WriteOp]:
     ]
 
 
-def agent(store: SharedStore, op: str, **args: Any) -> Any:
+def agent(store: HeldStore, op: str, **args: Any) -> Any:
     """A served request, as the daemon runs it: in the lane, ahead of memsync."""
     from memsync.serve import ops  # the mnem SDK's agents module: after real_sdk()
 
@@ -197,6 +197,6 @@ def test_a_store_opened_for_memsync_alone_asks_no_freshness(tmp_path: Path) -> N
     provider = MnemProvider("mnem", store, sdk=real_sdk())
     provider.open()
     provider.listing()
-    assert not isinstance(provider.store, SharedStore)
+    assert not isinstance(provider.store, HeldStore)
     assert provider.versions_changed_since(time.time()) is None  # nobody else can write it
     provider.close()

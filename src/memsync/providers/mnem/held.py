@@ -90,7 +90,7 @@ class StoreLetGo(Exception):
     """A call on a shared Store after the process let go of it (a borrower kept it too long)."""
 
 
-class SharedStore:
+class HeldStore:
     """A held Store as its borrowers see it: the same methods, each called inside the lane.
 
     No method keeps the Store in a local variable: a traceback someone keeps must not pin the
@@ -128,22 +128,22 @@ class SharedStore:
 class _Held:
     root: Path
     lane: Lane = field(default_factory=Lane)
-    shared: SharedStore | None = None
+    store: HeldStore | None = None
     users: int = 0
     opening: threading.Lock = field(default_factory=threading.Lock)
     linger: threading.Timer | None = None
 
 
-class SharedStores:
+class HeldStores:
     """Every mnem Store this process holds, by the directory holding ``.mnem``."""
 
     def __init__(self) -> None:
         self.enabled = False  # the daemon turns it on; elsewhere each handle opens its own
-        self.on_open: list[Callable[[SharedStore], None]] = []  # run once a store is opened
+        self.on_open: list[Callable[[HeldStore], None]] = []  # run once a store is opened
         self._lock = threading.Lock()
         self._held: dict[Path, _Held] = {}
 
-    def borrow(self, root: Path, open_store: Callable[[], Any]) -> SharedStore:
+    def borrow(self, root: Path, open_store: Callable[[], Any]) -> HeldStore:
         """The Store at ROOT, opened with OPEN_STORE by its first borrower; give it back."""
         with self._lock:
             held = self._held.setdefault(root, _Held(root))
@@ -153,11 +153,11 @@ class SharedStores:
                 held.linger = None
         try:
             with held.opening:  # one opener at a time; the others wait for its handle
-                if held.shared is None:
-                    held.shared = SharedStore(open_store(), held.lane, root)
+                if held.store is None:
+                    held.store = HeldStore(open_store(), held.lane, root)
                     for hook in self.on_open:
-                        hook(held.shared)
-                return held.shared
+                        hook(held.store)
+                return held.store
         except BaseException:
             self.give_back(root)
             raise
@@ -171,7 +171,7 @@ class SharedStores:
             held.users -= 1
             if held.users > 0:
                 return
-            if linger > 0 and held.shared is not None:
+            if linger > 0 and held.store is not None:
                 held.linger = threading.Timer(linger, self._linger_over, args=(held,))
                 held.linger.daemon = True
                 held.linger.start()
@@ -182,7 +182,7 @@ class SharedStores:
     def is_held(self, root: Path) -> bool:
         with self._lock:
             held = self._held.get(root)
-            return held is not None and held.shared is not None
+            return held is not None and held.store is not None
 
     def let_go_of_idle(self) -> None:
         """Let go at once of every store nobody borrows (lingering ones too): a stop."""
@@ -205,11 +205,11 @@ class SharedStores:
     def _let_go(self, held: _Held) -> None:
         """Drop the Store once no call is in flight: mnem lets go of its lock when collected."""
         with held.opening, held.lane.held():
-            if held.shared is not None:
-                held.shared._store = None
-                held.shared = None
+            if held.store is not None:
+                held.store._store = None
+                held.store = None
         gc.collect()
         log.debug("let go of the mnem store at %s", held.root)
 
 
-SHARED = SharedStores()  # this process's held stores
+HELD = HeldStores()  # this process's held stores
