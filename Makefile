@@ -24,7 +24,9 @@ $(STAMP): pyproject.toml
 # build it this one way.
 SDK_BUILD := ../shared/mnem-sdk/build.sh
 SDK_SKIP := $(VENV)/mnem-sdk-unavailable
-MNEM_CLIENTS := mnem-langgraph==0.0.1 mnem-mcp==0.0.1
+# mnem's own clients for agents, on top of the built SDK (they require mnem-agents, which pip
+# cannot build here): the tests run them beside memsync's served store.
+MNEM_CLIENTS := mnem-mcp==0.0.1 mnem-langgraph==0.0.1
 
 mnem-sdk: $(STAMP)
 	@rm -f $(SDK_SKIP)
@@ -39,7 +41,7 @@ mnem-sdk: $(STAMP)
 	    elif [ $$rc -ne 0 ]; then \
 	        echo "!!! mnem SDK: build.sh failed (exit $$rc)" >&2; exit $$rc; \
 	    else \
-	        $(BIN)/python -m pip install --quiet --no-deps $(MNEM_CLIENTS); \
+	        $(BIN)/python -m pip install --quiet --no-deps $(MNEM_CLIENTS) || exit $$?; \
 	    fi; \
 	fi
 

@@ -33,6 +33,7 @@ COMMANDS = {
     "import",
     "init",
     "log",
+    "mcp",
     "migrate",
     "repair",
     "resolve",

@@ -124,7 +124,7 @@ def _index_target(provider: Provider) -> ImportIndex:
 
 
 def import_file(
-    path: Path,
+    path: Path | IO[bytes],
     provider: Provider,
     *,
     strategy: Strategy = "skip_duplicates",
@@ -132,7 +132,7 @@ def import_file(
     max_content_bytes: int,
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Import a PMM file into a provider; see the module docstring for the rules."""
+    """Import a PMM file (or a stream of one) into a provider; see the module docstring."""
     report = ImportReport(provider.name, dry_run=dry_run)
     with open_pmm(path, max_content_bytes) as reader:  # the header is checked here, first
         family = reader.header.source_provider

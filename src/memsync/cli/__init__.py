@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "backup": ("daemon", "backup"),
     "service": ("daemon", "service"),
     "ui": ("ui", "ui"),
+    "mcp": ("mcp", "mcp"),
 }
 
 

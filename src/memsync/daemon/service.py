@@ -8,6 +8,9 @@ One foreground process that systemd (or any supervisor) runs:
   info line when it ends (``folded_runs``), not a warning per run folded into the next.
 - Between them, watched local stores and probed remote ones start cycles for only the
   providers and scopes that changed (``scopes/triggers.py``).
+- The mnem stores it syncs are served to agents on a local socket (``memsync.serve``): while
+  an agent uses one through memsync's clients, the daemon holds its one handle, and its own
+  cycles use that handle too (``providers/mnem/shared``); each agent write starts a cycle.
 - The config's directory is watched (editors replace files on save) and SIGHUP asks the
   same: the new file is parsed and validated first, and a broken one is logged while the
   running config keeps going.
@@ -30,11 +33,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from memsync.config import Config, load_config
+from memsync.config import Config, MnemConfig, load_config
 from memsync.daemon import scheduled_verify
 from memsync.daemon.backups import last_backup_time, take_backups
 from memsync.daemon.folded_runs import FoldedRuns
@@ -44,8 +48,10 @@ from memsync.errors import ConfigError, LockHeld, MemsyncError
 from memsync.lock import daemon_lock, is_locked
 from memsync.paths import Paths
 from memsync.providers.mem0.server_tokens import require_lasting_credentials
+from memsync.providers.mnem.held import HELD
 from memsync.scopes.report import incomplete_discoveries
 from memsync.scopes.triggers import Live
+from memsync.scopes.watch import Hint
 from memsync.signal_inbox import SignalInbox, blocked_in_new_threads
 from memsync.staging.store import checkpoint
 from memsync.sync.report import CycleReport, SyncOptions
@@ -53,6 +59,9 @@ from memsync.sync.runner import run_sync
 from memsync.ui.address import parse_listen
 from memsync.ui.metrics import Metrics
 from memsync.ui.server import UiServer
+
+if TYPE_CHECKING:
+    from memsync.serve.server import StoreServer
 
 log = logging.getLogger("memsync.daemon")
 
@@ -110,6 +119,7 @@ class Daemon:
         self._backup_after_first_sync = False
         self.ui: UiServer | None = None
         self.live: Live | None = None  # watched and probed stores: hinted cycles
+        self.serve: StoreServer | None = None  # mnem stores served to agents
         self.metrics = Metrics(paths)  # /metrics on the status page's server
         self.folded_runs = FoldedRuns()  # a job longer than its interval: one info line
         self.scheduler = BackgroundScheduler(
@@ -148,6 +158,7 @@ class Daemon:
         scheduled_verify.install(self.scheduler, self._verify_job, self.paths, config, now)
         self.live = Live(self.paths, config, self.stop, guard=self._guarded)
         self.live.start()  # before the first sync, which keeps what the probes answer
+        self._start_serving()
         self.scheduler.start()
         threading.Thread(target=self._watch_config, name="config-watch", daemon=True).start()
         self._start_ui()
@@ -177,6 +188,32 @@ class Daemon:
         log.info(
             "status page on %s (`memsync ui` prints the link with its token)", self.ui.base_url
         )
+
+    def _start_serving(self) -> None:
+        """Serve the mnem stores memsync syncs to agents (``memsync.serve``). Everyone in the
+        daemon then shares one handle per store: its cycles, the agents it serves."""
+        HELD.enabled = True
+        if self.serve is not None or not any(
+            isinstance(entry, MnemConfig) for entry in self.config.providers.values()
+        ):
+            return  # no mnem store to serve (a reload that adds one starts serving then)
+        try:
+            from memsync.serve.server import StoreServer  # needs the mnem SDK
+
+            server = StoreServer(self.paths, self.config, on_write=self._served_write)
+            server.start()
+        except (ImportError, OSError) as exc:
+            log.warning(
+                "not serving mnem stores to agents (%s); their clients open the stores "
+                "themselves, and syncing goes on",
+                exc,
+            )
+            return
+        self.serve = server
+
+    def _served_write(self, hint: Hint) -> None:
+        if self.live is not None:
+            self.live.changed({hint})
 
     def _first_backup_time(self, now: datetime) -> datetime:
         """Due one interval after the newest backup; with none yet, right after the first sync."""
@@ -212,10 +249,14 @@ class Daemon:
         if self.live is not None:
             self.live.close()
         deadline = time.monotonic() + STOP_GRACE
+        if self.serve is not None:  # requests in flight are answered, then every client hangs up
+            self.serve.close(grace=STOP_GRACE / 2)
         if self.ui is not None:
             self.ui.stop(grace=0)  # its open connections close; its requests share the grace
         with self._jobs:
-            idle = self._jobs.wait_for(lambda: self._running_jobs == 0, timeout=STOP_GRACE)
+            idle = self._jobs.wait_for(
+                lambda: self._running_jobs == 0, timeout=max(0.0, deadline - time.monotonic())
+            )
         if self.ui is not None and not self.ui.wait_answered(deadline - time.monotonic()):
             idle = False
         if not idle:
@@ -225,6 +266,7 @@ class Daemon:
                 STOP_GRACE,
             )
             return StopResult(0, jobs_left_running=True)
+        HELD.let_go_of_idle()  # the agents' clients take their stores back
         self._checkpoint()
         log.info("stopped")
         return StopResult(0, jobs_left_running=False)
@@ -395,6 +437,9 @@ class Daemon:
         if new != old:
             if self.live is not None:
                 self.live.reconfigure(new)
+            if self.serve is not None:
+                self.serve.reconfigure(new)
+            self._start_serving()
             self._run_soon("sync")
             log.info(
                 "config reloaded (%s): %d providers (active: %s); sync every %s, backups every %s",

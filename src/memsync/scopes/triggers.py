@@ -107,6 +107,7 @@ class Live:
         self._asking = threading.Lock()  # one probe at a time (the loop's, a full pass's)
         self._wake = threading.Event()
         self._pending: set[Hint] = set()  # watched changes not yet checked
+        self._written: set[Hint] = set()  # writes the daemon served: changes, nothing to check
         self._retry: dict[Hint, _Retry] = {}
         self._left: dict[Hint, _Left] = {}  # each local store as memsync left it
         self._held: dict[Hint, _Left] = {}  # ...as a cycle released it, until it is kept
@@ -212,6 +213,13 @@ class Live:
             self._pending |= hints
         self._wake.set()
 
+    def changed(self, hints: set[Hint]) -> None:
+        """Stores an agent wrote through the daemon (``memsync.serve``): a cycle for them at
+        once, with no watching or comparing of files involved."""
+        with self._lock:
+            self._written |= hints
+        self._wake.set()
+
     def _look_again(self, roots: list[Path]) -> None:
         """Compare every store under ROOTS with what memsync left there (a watch just began)."""
         with self._lock:
@@ -247,8 +255,11 @@ class Live:
             hints |= found
         hints |= self._due_retries()
         hints |= self._changed_stores()
+        with self._lock:
+            written, self._written = self._written, set()
+        hints |= written
         if hints:
-            self.guard("live sync", functools.partial(self._run, hints, tokens))()
+            self.guard("live sync", functools.partial(self._run, hints, tokens, written))()
 
     def _sleep(self) -> float:
         now = time.monotonic()
@@ -368,7 +379,7 @@ class Live:
 
     # hinted cycles -------------------------------------------------------------------------------
 
-    def _run(self, hints: set[Hint], tokens: Tokens) -> None:
+    def _run(self, hints: set[Hint], tokens: Tokens, written: set[Hint] | None = None) -> None:
         config = self.config
         scoped = bool(scoped_config_keys(config.providers))
         hinted = {hint.provider for hint in hints if hint.provider in config.providers}
@@ -392,6 +403,7 @@ class Live:
         except LockHeld:  # a cycle started meanwhile: once it is done, look again
             with self._lock:
                 local = {store.provider for store in self.stores}
+                self._written |= written or set()  # served writes stay writes, unchecked
                 self._pending |= {hint for hint in hints if hint.provider in local}
             self._retry_soon({hint for hint in hints if hint.provider not in local}, 0.2)
             self._wake.set()

@@ -65,19 +65,27 @@ def forget_retired(handle: StoreHandle, node_ids: list[str]) -> None:
 def _forget(handle: StoreHandle, node_ids: list[str], why: str) -> None:
     if not node_ids:
         return
-    handle.note_batch(node_ids)
-    try:
-        for node_id in node_ids:
-            handle.sdk_call(f"forget node {node_id!r}", partial(handle.store.rm, node_id))
-        handle.sdk_call(
-            "commit the forgotten",
-            lambda: handle.store.commit(f"{EXPIRED_COMMIT} {len(node_ids)} {why}", author=AUTHOR),
-        )
-    except ProviderError:
-        if handle.unstage(node_ids):
-            handle.in_flight.clear()
-        raise
-    handle.in_flight.clear()
+    with handle.writing():
+        handle.meanwhile.catch_up(handle)  # a node an agent changed since stays, as it is now
+        node_ids = [n for n in node_ids if not handle.meanwhile.covers(n)]
+        if not node_ids:
+            return
+        handle.note_batch(node_ids)
+        try:
+            for node_id in node_ids:
+                handle.sdk_call(f"forget node {node_id!r}", partial(handle.store.rm, node_id))
+            commit = handle.sdk_call(
+                "commit the forgotten",
+                lambda: handle.store.commit(
+                    f"{EXPIRED_COMMIT} {len(node_ids)} {why}", author=AUTHOR
+                ),
+            )
+        except ProviderError:
+            if handle.unstage(node_ids):
+                handle.in_flight.clear()
+            raise
+        handle.in_flight.clear()
+        handle.meanwhile.wrote(commit)
 
 
 def forgotten_as_expired(handle: StoreHandle, node_id: str) -> bool:

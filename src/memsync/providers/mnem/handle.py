@@ -13,14 +13,21 @@ committed history, and refuses to write (``StagedChangesPresent``) until they ar
 or unstaged by whoever owns them. memsync unstages its own half-staged batch when a write
 fails; a batch it was killed in the middle of is noted (``in_flight``), and unstaged at the
 next open when nobody else staged anything since.
+
+In the daemon the Store is borrowed from the process's held stores (``held``) instead: the
+daemon may hold it for the agents it serves, and everyone in the process uses that one handle.
+Then others may commit between memsync's calls, so a sequence that stages and commits holds
+the store (``writing``), and what agents committed since memsync last read the store is never
+overwritten blind (``meanwhile``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -41,9 +48,11 @@ from memsync.errors import (
     TransientProviderError,
 )
 from memsync.providers.base import Provider
+from memsync.providers.mnem.held import HELD, HeldStore
 from memsync.providers.mnem.holder import store_holder
 from memsync.providers.mnem.in_flight import InFlight
 from memsync.providers.mnem.layouts import MEM0, Layout
+from memsync.providers.mnem.meanwhile import Meanwhile
 
 log = logging.getLogger("memsync.mnem")
 
@@ -73,6 +82,15 @@ def sdk_of(store: Any) -> ModuleType:
     if hasattr(module, "StoreIoError") and hasattr(module, "Provenance"):
         return module
     return importlib.import_module(type(store).__module__.split(".")[0])
+
+
+def _daemon_pid() -> int | None:
+    """The running memsync daemon's pid (the one that may hold a store for its agents)."""
+    from memsync.lock import read_daemon_info
+    from memsync.paths import resolve_paths
+
+    pid = read_daemon_info(resolve_paths()).get("pid")
+    return pid if isinstance(pid, int) else None
 
 
 def detached(error: ProviderError) -> ProviderError:
@@ -109,6 +127,9 @@ class StoreHandle(Provider):
         self._owns_store = True
         self._foreign_staging: list[str] = []
         self._in_flight: InFlight | None = None
+        self._held: Path | None = None  # the key of a Store borrowed from HELD
+        self.linger = 0.0  # seconds the daemon keeps a borrowed Store after the last user
+        self.meanwhile = Meanwhile()  # what others committed since memsync last read the store
 
     @classmethod
     def attached(cls, store: Any, *, name: str = "mnem", sdk: ModuleType | None = None) -> Self:
@@ -139,6 +160,9 @@ class StoreHandle(Provider):
     def open(self) -> None:
         if self._store is not None:
             return
+        if HELD.enabled:
+            self._borrow_held()
+            return
         store = self._open_with_retry()
         problem = self._problem_with(store)
         if problem is not None:
@@ -150,12 +174,67 @@ class StoreHandle(Provider):
         self._owns_store = True
         self._note_foreign_staging()
 
+    def _borrow_held(self) -> None:
+        """The Store from the process's held stores (opened here when nobody holds it yet)."""
+        key = self._where()
+        self._store = HELD.borrow(key, self._open_checked)
+        self._held = key
+        self._owns_store = True
+        try:
+            problem = self._problem_with(self._store)
+            if problem is not None:
+                raise ProviderError(problem)
+            self._note_foreign_staging()
+        except ProviderError as exc:
+            self.close()
+            raise detached(exc) from None
+
+    def _open_checked(self) -> Any:
+        store = self._open_with_retry()
+        root = Path(store.root).expanduser().resolve()
+        if root != self._where():
+            del store
+            gc.collect()
+            raise ProviderError(self._elsewhere(root))
+        return store
+
     def close(self) -> None:
         """Drop every reference to the Store: mnem releases its lock only when it is collected."""
+        if self._held is not None:
+            key, self._held, self._store = self._held, None, None
+            HELD.give_back(key, linger=self.linger)
+            return
         owned = self._owns_store and self._store is not None
         self._store = None
         if owned:
             gc.collect()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the store from the first staged change to its commit: mnem's staging is shared,
+        so nobody else's commit may sweep memsync's changes in, nor memsync's theirs."""
+        store = self._store
+        if not isinstance(store, HeldStore):
+            yield
+            return
+        lane = store.lane
+        del store
+        with lane.held():
+            yield
+
+    @property
+    def borrowed(self) -> bool:
+        """Whether the Store is the daemon's held one (others may commit between calls)."""
+        return isinstance(self._store, HeldStore)
+
+    def agents_waiting(self) -> bool:
+        """Whether an agent the daemon serves waits for this store (only a held one)."""
+        return isinstance(self._store, HeldStore) and self._store.lane.agents_waiting()
+
+    def yield_to_agents(self) -> None:
+        """Let the waiting agents in (inside ``writing``, with nothing staged), then go on."""
+        if isinstance(self._store, HeldStore):
+            self._store.lane.yield_to_agents()
 
     def _open_with_retry(self) -> Any:
         sdk = self.sdk
@@ -181,6 +260,13 @@ class StoreHandle(Provider):
                     f"for more than {self.busy_timeout:g}s; memsync tries again next cycle",
                     retry_after=max(self.busy_timeout, 1.0),
                 )
+                if holder is not None and holder.pid == _daemon_pid():
+                    error = ProviderBusy(
+                        f"{self.name}: store busy: {self.path} is held by the memsync daemon "
+                        f"({who}), which serves it to agents and syncs it itself; this process "
+                        "can open it once no agent has used it for a few seconds",
+                        retry_after=max(self.busy_timeout, 1.0),
+                    )
             else:
                 error = TransientProviderError(f"{self.name}: cannot open {self.path}: {exc}")
         except sdk.NoStoreError:
@@ -198,11 +284,7 @@ class StoreHandle(Provider):
         """Why this store is not the one configured, or None when it is."""
         root = Path(store.root).expanduser().resolve()
         if root != self.path.expanduser().resolve():
-            return (
-                f"{self.name}: no mnem store at {self.path} (mnem found the one at {root}, "
-                f"above it); point providers.{self.name}.path at {root}, or create a store at "
-                f"{self.path}"
-            )
+            return self._elsewhere(root)
         head = store.head()
         if self.branch is not None and head != f"ref: {self.branch}":
             return (
@@ -211,6 +293,13 @@ class StoreHandle(Provider):
                 "under the agent: check that branch out in mnem, or remove `branch`"
             )
         return None
+
+    def _elsewhere(self, root: Path) -> str:
+        return (
+            f"{self.name}: no mnem store at {self.path} (mnem found the one at {root}, "
+            f"above it); point providers.{self.name}.path at {root}, or create a store at "
+            f"{self.path}"
+        )
 
     @property
     def in_flight(self) -> InFlight:

@@ -61,6 +61,11 @@ def store_holder(path: Path, proc: Path = PROC) -> Holder | None:
     return None
 
 
+def process(pid: int, proc: Path = PROC) -> Holder:
+    """Process PID as a holder is described (its command line and start, where readable)."""
+    return Holder(pid, _command(proc, pid), _started(proc, pid))
+
+
 def _lockable_files(directory: Path) -> set[tuple[int, int, int]]:
     """(major, minor, inode) of each file directly in a store's ``.mnem`` directory."""
     found: set[tuple[int, int, int]] = set()

@@ -15,6 +15,7 @@ from types import ModuleType
 
 from memsync.errors import ProviderError
 from memsync.providers.base import Listing, WriteOp, WriteResult
+from memsync.providers.mnem.held import HELD
 from memsync.providers.mnem.listing import MnemListing
 from memsync.providers.mnem.provider import MnemProvider
 from memsync.records import Record
@@ -104,11 +105,17 @@ class OnDemandMnemProvider(MnemProvider):
         except sdk.MnemError as exc:
             error = ProviderError(f"{self.name}: cannot create a mnem store at {self.path}: {exc}")
         else:
+            self._absent = False
+            self._foreign_staging = []
+            if HELD.enabled:  # the daemon: the new store is borrowed like any other
+                del store
+                gc.collect()
+                self.open()
+                self.known.everything([])
+                return
             self._store = store
             del store
             self._owns_store = True
-            self._absent = False
-            self._foreign_staging = []
             self.known.everything([])  # a new store: every node it holds is known (none)
             return
         gc.collect()

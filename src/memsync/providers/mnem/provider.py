@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from memsync.config import SCOPE_KEYS, WILDCARD, Config, MnemConfig
@@ -95,6 +96,7 @@ class MnemProvider(StoreHandle):
     def listing(self, cursor: str | None = None) -> Listing:
         sweep_expired_daily(self)
         head = self._listed_head()
+        self.meanwhile.read_at(head)
         if cursor is not None and cursor == head:
             return MnemListing("incremental", head, lambda listing: iter(()))
         if cursor is not None and head is not None:
@@ -211,6 +213,15 @@ class MnemProvider(StoreHandle):
                 if change.id == node_id:
                     return change.old
         return self.store.working_node(node_id)
+
+    def versions_changed_since(self, since: datetime) -> dict[str, str | None] | None:
+        """On a store the daemon holds for the agents it serves: the nodes they committed
+        since the listing (``meanwhile``). A store memsync opened for itself: None, nobody
+        else can write it while memsync holds it."""
+        if not self.borrowed:
+            return None
+        with self.writing():
+            return self.meanwhile.versions(self)
 
     # writes -----------------------------------------------------------------------------------
 

@@ -1,0 +1,202 @@
+"""One mnem handle shared by the daemon's cycles and the agents it serves: an agent's write never
+lands inside memsync's batch, never waits for a whole batch, and is never overwritten blind.
+
+On the real SDK, in this process: the daemon's side is ``HELD`` turned on, memsync's side a
+``MnemProvider`` borrowing the store, the agent's side an operation run in the store's lane as the
+daemon runs a served request.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memsync.providers.base import WriteOp
+from memsync.providers.mnem.batch import BatchWrite
+from memsync.providers.mnem.held import HELD, HeldStore, Lane
+from memsync.providers.mnem.meanwhile import ChangedMeanwhile
+from memsync.providers.mnem.provider import MnemProvider
+from memsync.records import Outgoing
+from tests.mnem_sdk import real_sdk
+from tests.test_live_watch import DEADLINE, init_store, wait_until
+
+
+@pytest.fixture
+def shared(tmp_path: Path) -> Iterator[Path]:
+    """Sharing on, as in the daemon, and a store to share."""
+    real_sdk()
+    store = init_store(tmp_path / "memory")
+    HELD.enabled = True
+    try:
+        yield store
+    finally:
+        HELD.enabled = False
+        HELD.let_go_of_idle()
+
+
+def borrowed(path: Path) -> MnemProvider:
+    provider = MnemProvider("mnem", path, sdk=real_sdk())
+    provider.open()
+    assert isinstance(provider.store, HeldStore)
+    provider.listing()  # what a cycle reads first: the head others' commits are counted from
+    return provider
+
+
+def creates(count: int, prefix: str = "m") -> list[WriteOp]:
+    return [
+        WriteOp(
+            "create", f"{prefix}{n}", item=Outgoing(origin=f"mem0:{prefix}{n}", content=f"t{n}")
+        )
+        for n in range(count)
+    ]
+
+
+def agent(store: HeldStore, op: str, **args: Any) -> Any:
+    """A served request, as the daemon runs it: in the lane, ahead of memsync."""
+    from memsync.serve import ops  # the mnem SDK's agents module: after real_sdk()
+
+    with store.lane.held(agent=True):
+        return ops.run(store, op, args)
+
+
+def test_the_lane_lets_a_waiting_agent_in_before_memsync_when_a_batch_steps_aside() -> None:
+    lane = Lane()
+    order: list[str] = []
+    lane.acquire()  # memsync holds it
+    agent_in = threading.Thread(
+        target=lambda: (lane.acquire(agent=True), order.append("agent"), lane.release())
+    )
+    sync_in = threading.Thread(
+        target=lambda: (lane.acquire(), order.append("sync"), lane.release())
+    )
+    agent_in.start()
+    wait_until(lane.agents_waiting, "the agent waiting")
+    sync_in.start()
+    time.sleep(0.05)  # let the second sync call queue up behind the agent (order, not timing)
+    lane.yield_to_agents()
+    order.append("batch goes on")
+    lane.release()
+    agent_in.join(DEADLINE)
+    sync_in.join(DEADLINE)
+    assert order[0] == "agent"  # memsync's own calls, the batch's and the other one, come after
+    assert sorted(order[1:]) == ["batch goes on", "sync"]
+
+
+@pytest.mark.parametrize("arrives_at", [20, 50])
+def test_an_agents_write_during_a_sync_batch_goes_first_as_its_own_commit(
+    shared: Path, monkeypatch: pytest.MonkeyPatch, arrives_at: int
+) -> None:
+    """What the batch staged before the agent came is committed first, on its own; the rest
+    after the agent's commit. No commit mixes the two."""
+    provider = borrowed(shared)
+    store = provider.store
+    staged = 0
+    agent_waits = threading.Event()
+    original = BatchWrite._stage
+
+    def stage(self: BatchWrite, step: Any) -> None:
+        nonlocal staged
+        original(self, step)
+        staged += 1
+        if staged == arrives_at:  # the agent's request arrives in the middle of the batch
+            agent_waits.set()
+            wait_until(store.lane.agents_waiting, "the agent's request waiting")
+
+    monkeypatch.setattr(BatchWrite, "_stage", stage)
+    answers: list[Any] = []
+
+    def agent_writes() -> None:
+        agent_waits.wait(DEADLINE)
+        answers.append(
+            agent(store, "remember", id="agent-note", content="alice moved", author="agent-x")
+        )
+
+    thread = threading.Thread(target=agent_writes)
+    thread.start()
+    results = list(provider.write_many(creates(300)))
+    thread.join(DEADLINE)
+
+    assert [r.error for r in results] == [None] * 300
+    commits = store.log()
+    ours = next(c for c in commits if c.id == answers[0]["commit"])
+    assert (ours.author, ours.message) == ("agent-x", "remember agent-note")
+    assert store.changed_by(ours.id) == {"agent-note": "added"}  # none of memsync's swept in
+    batch = [c for c in commits if c.author == "memsync"]
+    parts = [len(store.changed_by(c.id)) for c in reversed(batch)]  # oldest first
+    assert parts == [arrives_at, 300 - arrives_at]
+    after = next(c for c in batch if c.parents == (ours.id,))  # the batch went on after it
+    assert all(node.startswith("mem0:") for node in store.changed_by(after.id))
+    provider.close()
+
+
+def test_a_node_the_batch_has_yet_to_write_that_the_agent_writes_meanwhile_keeps_its_value(
+    shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    provider = borrowed(shared)
+    store = provider.store
+    staged = 0
+    agent_waits = threading.Event()
+    original = BatchWrite._stage
+
+    def stage(self: BatchWrite, step: Any) -> None:
+        nonlocal staged
+        original(self, step)
+        staged += 1
+        if staged == 20:  # m60 is planned, not staged yet
+            agent_waits.set()
+            wait_until(store.lane.agents_waiting, "the agent's request waiting")
+
+    monkeypatch.setattr(BatchWrite, "_stage", stage)
+
+    def agent_writes() -> None:  # a node the batch is about to write
+        agent_waits.wait(DEADLINE)
+        agent(store, "remember", id="mem0:m60", content="the agent's own", author="agent-x")
+
+    thread = threading.Thread(target=agent_writes)
+    thread.start()
+    results = {r.op.key: r for r in provider.write_many(creates(100))}
+    thread.join(DEADLINE)
+
+    assert isinstance(results["m60"].error, ChangedMeanwhile)  # planned again next cycle
+    assert [k for k, r in results.items() if r.error is not None] == ["m60"]
+    assert store.working_node("mem0:m60").content == "the agent's own"
+    assert store.working_node("mem0:m61") is not None
+    provider.close()
+
+
+def test_a_node_an_agent_changed_since_the_listing_is_never_overwritten_blind(
+    shared: Path,
+) -> None:
+    provider = borrowed(shared)
+    (written,) = provider.write_many(creates(1, "n"))
+    node_id = written.record.id
+    provider.listing()  # the cycle's listing: memsync has seen n0 as it wrote it
+    store = provider.store
+
+    agent(store, "remember", id=node_id, content="the agent's own words", author="agent-x")
+
+    changed = provider.versions_changed_since(time.time())  # what replay's freshness asks
+    assert set(changed or {}) == {node_id}
+    update = WriteOp(
+        "update", "u", item=Outgoing(origin="mem0:n0", content="memsync's"), provider_id=node_id
+    )
+    (result,) = provider.write_many([update])  # the moment between freshness and the write
+    assert isinstance(result.error, ChangedMeanwhile)
+    assert store.working_node(node_id).content == "the agent's own words"
+    provider.close()
+
+
+def test_a_store_opened_for_memsync_alone_asks_no_freshness(tmp_path: Path) -> None:
+    real_sdk()
+    store = init_store(tmp_path / "memory")
+    provider = MnemProvider("mnem", store, sdk=real_sdk())
+    provider.open()
+    provider.listing()
+    assert not isinstance(provider.store, HeldStore)
+    assert provider.versions_changed_since(time.time()) is None  # nobody else can write it
+    provider.close()
