@@ -200,3 +200,29 @@ def test_server_member_key_discovers_through_entities_as_upstream_allows(
     assert report.exit_code == 0, report.as_dict()
     assert set(report.scopes) == {"user_id=alice", "user_id=bob"}
     assert USER_KEY not in json.dumps(report.as_dict())
+
+
+def test_every_scope_talks_through_the_providers_one_client_closed_with_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client per scope cost a thousand users a minute: each loads the system's certificates
+    (60 ms) and opens its own connections. One client, one pool, closed when the run ends."""
+    from memsync.providers.http.client import HttpClient
+
+    double = Mem0ServerDouble(api_key=ADMIN)
+    for number in range(12):
+        double.insert_many([f"user {number} likes tea"], user_id=f"u{number:02d}")
+    made: list[HttpClient] = []
+    real = HttpClient.__init__
+
+    def counted(self: HttpClient, *args: Any, **kwargs: Any) -> None:
+        made.append(self)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(HttpClient, "__init__", counted)
+    config = config_for("mem0-server", '{ user_id = "*" }', tmp_path / "backup")
+    report = run(config, tmp_path, server_provider(double, ADMIN))
+    assert report.exit_code == 0, report.as_dict()
+    assert len(report.scopes) == 12 and len(backup_texts(tmp_path / "backup")) == 12
+    assert len(made) == 1
+    assert made[0]._client.is_closed

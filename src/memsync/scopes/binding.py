@@ -7,7 +7,6 @@ never cross scopes; a store that could not be opened this cycle stays ``Unavaila
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import importlib
 from collections.abc import Iterator, Mapping
@@ -238,12 +237,10 @@ class ScopeBinder:
 
 
 def _http_bound(base: Any, name: str, scope: Mapping[str, str]) -> Provider:
-    """The HTTP provider of one scope: the configured one's settings (key, endpoint, transport),
-    its own scope and name, and an HTTP client of its own, made on first use."""
-    bound = copy.copy(base)
-    bound.name = name
+    """The HTTP provider of one scope: the configured one's settings (key, endpoint, transport)
+    and client, its own scope and name."""
+    bound = base.sharing(name)
     bound.scope = base.scope_ids(scope)
-    bound._http = None
     if hasattr(bound, "_features"):
         bound._features = None
     assert isinstance(bound, Provider)

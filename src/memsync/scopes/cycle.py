@@ -88,6 +88,8 @@ def run_scoped_cycle(
     report = ScopedCycleReport(run_id, options.dry_run, utc_now_iso())
     binder = ScopeBinder(config, bases)
     with contextlib.ExitStack() as handles:
+        for base in bases.values():  # last: what the scopes shared (an HTTP client) closes too
+            handles.callback(base.close)
         discovered, complete = _discover(config, binder, report, handles)
         known = known_scopes(store, config)
         wanted = set(only_scopes) if only_scopes is not None else None

@@ -21,7 +21,6 @@ server version (older ones answer 500 to a PUT or DELETE of one).
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -139,12 +138,10 @@ class Mem0ServerProvider(Mem0HttpProvider):
                 self.database.close()
 
     def bound_to(self, name: str, scope: Mapping[str, str]) -> Provider:
-        """This server's provider for one scope: its own name, scope and HTTP client, and this
-        provider's session, so the schema and entities are read once for every scope."""
-        bound = copy.copy(self)
-        bound.name = name
+        """This server's provider for one scope: its own name and scope, and this provider's
+        client and session, so the schema and entities are read once for every scope."""
+        bound = self.sharing(name)
         bound.scope = self.scope_ids(scope)
-        bound._http = None
         bound._owns_session = False
         return bound
 
