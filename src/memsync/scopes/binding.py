@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from memsync.config import Config
@@ -234,6 +234,22 @@ class ScopeBinder:
             scoped, entry.model_copy(update={"scope": values}), self.config
         )
         return provider
+
+
+def binding_by_pmm_key(
+    config: Config, name: str, base: Provider
+) -> Callable[[str], Provider | None]:
+    """Provider NAME (synced per scope) bound to the scope a PMM ``scope_key`` names, as a
+    team's backup writes them; None when the key names no scope."""
+    from memsync.scopes.discovery import scope_from_pmm_key
+
+    binder = ScopeBinder(config, {name: base})
+
+    def bind(key: str) -> Provider | None:
+        scope = scope_from_pmm_key(key, binder.keys)
+        return None if scope is None else binder.bind(name, base, scope)
+
+    return bind
 
 
 def _http_bound(base: Any, name: str, scope: Mapping[str, str]) -> Provider:
