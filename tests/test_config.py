@@ -154,3 +154,22 @@ def test_secret_from_file(tmp_path: Path) -> None:
 )
 def test_durations(text: str | int, seconds: float) -> None:
     assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("sync", "full_pass"),
+    [
+        ('probe = "5s"', 3600.0),  # beside a probe, the full pass docs/daemon.md recommends
+        ('probe = "5s"\ninterval = "5m"', 300.0),  # what the user wrote stands
+        ('probe = "off"', 300.0),
+        ("", 300.0),
+    ],
+    ids=["probe", "probe-and-interval", "probe-off", "neither"],
+)
+def test_a_probe_without_an_interval_makes_the_full_pass_hourly(sync: str, full_pass: float) -> None:
+    """README's example plus probe = "5s" made a quiet team of 100 cost 32 requests a minute:
+    a full pass every 5 minutes beside the probes."""
+    config = parse_config(
+        f'[sync]\nactive = "notes"\n{sync}\n[providers.notes]\ntype = "pmm-dir"\npath = "/tmp/n"\n'
+    )
+    assert config.sync.interval == full_pass

@@ -407,6 +407,10 @@ ProviderConfig = Annotated[
 ]
 
 
+DEFAULT_INTERVAL = 300.0  # the full pass: every 5 minutes...
+PROBED_INTERVAL = 3600.0  # ...or every hour beside a probe, which finds remote changes sooner
+
+
 class SyncConfig(_Strict):
     active: str
     conflict: Literal["error", "active", "newest", "keep-both"] = "newest"
@@ -415,7 +419,7 @@ class SyncConfig(_Strict):
     adopt: Literal["content", "off"] = "content"
     max_delete: float = 25.0
     max_delete_count: int = Field(default=100, ge=0)
-    interval: float = 300.0
+    interval: float = DEFAULT_INTERVAL
     full_scan_interval: float = 3600.0
     max_attempts: int = Field(default=5, ge=1)
     # The daemon's hints (scopes/triggers.py): local stores watched for changes, remote ones
@@ -451,6 +455,18 @@ class SyncConfig(_Strict):
         if not 0 <= number <= 100:
             raise ValueError(f"expected a percentage between 0% and 100%, got {value!r}")
         return number
+
+    @model_validator(mode="before")
+    @classmethod
+    def _full_pass_beside_a_probe(cls, data: Any) -> Any:
+        """With a probe and no interval, the full pass runs as docs/daemon.md recommends beside
+        one: hourly. Every 5 minutes it would cost a team more than the probes save."""
+        if not isinstance(data, dict) or "interval" in data:
+            return data
+        probe = data.get("probe")
+        if probe is None or (isinstance(probe, str) and probe.strip().lower() == "off"):
+            return data
+        return {**data, "interval": PROBED_INTERVAL}
 
 
 class BackupConfig(_Strict):
