@@ -90,9 +90,12 @@ def run_scoped_cycle(
     with contextlib.ExitStack() as handles:
         for base in bases.values():  # last: what the scopes shared (an HTTP client) closes too
             handles.callback(base.close)
-        discovered, complete = _discover(config, binder, report, handles)
-        known = known_scopes(store, config)
         wanted = set(only_scopes) if only_scopes is not None else None
+        known = known_scopes(store, config, among=wanted)
+        # A hinted cycle names its scopes: when staging knows them all, asking every source
+        # which scopes it holds (GET /entities scans the whole server) would tell it nothing.
+        find = wanted is None or not wanted <= known
+        discovered, complete = _discover(config, binder, report, handles, find=find)
         for scope in sorted(discovered | known):
             if wanted is not None and scope not in wanted:
                 continue
@@ -118,8 +121,14 @@ def _discover(
     binder: ScopeBinder,
     report: ScopedCycleReport,
     handles: contextlib.ExitStack,
+    *,
+    find: bool = True,
 ) -> tuple[set[Scope], bool]:
-    """Scopes found by every source that can list them; False when one could not see all."""
+    """Scopes found by every source that can list them; False when one could not see all.
+
+    ``find`` False opens what the scopes share and asks no source: no scope found, and, since
+    none was looked for, not complete (every known scope counts as still there).
+    """
     topology = topology_of(config)
     found: set[Scope] = set()
     complete = True
@@ -145,7 +154,7 @@ def _discover(
             log.debug("%s: %s", name, exc)  # each scope reports it; printed once (failures)
             continue
         handles.callback(base.close)
-        if not source:
+        if not source or not find:
             continue
         try:
             discovery = discover_scopes(base, binder.keys, fixed_keys(entry))
@@ -162,7 +171,7 @@ def _discover(
         report.discovery[name] = _discovery_dict(discovery, binder.keys)
         complete = complete and discovery.complete
         found |= discovery.scopes
-    return found, complete
+    return found, complete and find
 
 
 def _discovery_dict(discovery: Discovery, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -176,9 +185,19 @@ def _discovery_dict(discovery: Discovery, keys: tuple[str, ...]) -> dict[str, An
     }
 
 
-def known_scopes(store: StagingStore, config: Config) -> set[Scope]:
-    """Scopes earlier cycles synced for the configured providers (from staging)."""
+def known_scopes(
+    store: StagingStore, config: Config, *, among: set[Scope] | None = None
+) -> set[Scope]:
+    """Scopes earlier cycles synced for the configured providers (from staging); with
+    ``among``, only which of those are (without parsing every scoped name staging holds)."""
     keys = scoped_config_keys(config.providers)
+    if among is not None:
+        names = set(store.providers.scoped_names())
+        return {
+            scope
+            for scope in among
+            if scope.keys == keys and any(scoped_name(n, scope) in names for n in config.providers)
+        }
     scopes: set[Scope] = set()
     for name in store.providers.scoped_names():
         split = split_scoped_name(name)

@@ -9,9 +9,11 @@ could not reach is not tried again this cycle (``breaker``).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import random
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -53,6 +55,13 @@ T = TypeVar("T")
 
 _IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 _EXCERPT = 200  # characters of a server's error body worth showing
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The verifying TLS context every client shares: made once a process, since making one
+    loads the certificate bundle (45-60 ms), which a daemon would pay every cycle."""
+    return httpx.create_ssl_context()
 
 
 class HttpClient:
@@ -108,7 +117,7 @@ class HttpClient:
             # Waiting for a free connection is queueing behind our own requests, each bounded
             # by the timeout: it is not the server being slow, so it has no limit of its own.
             timeout=httpx.Timeout(timeout, pool=None),
-            verify=True,
+            verify=tls_context(),
             follow_redirects=False,
             transport=transport,
             headers={"Accept": "application/json", **(headers or {})},
