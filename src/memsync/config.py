@@ -408,7 +408,8 @@ ProviderConfig = Annotated[
 
 
 DEFAULT_INTERVAL = 300.0  # the full pass: every 5 minutes...
-PROBED_INTERVAL = 3600.0  # ...or every hour beside a probe, which finds remote changes sooner
+PROBED_INTERVAL = 3600.0  # ...every hour beside a probe, which finds remote changes sooner...
+COMPLETELY_PROBED_INTERVAL = 86400.0  # ...and daily when every probe sees every change
 
 
 class SyncConfig(_Strict):
@@ -455,18 +456,6 @@ class SyncConfig(_Strict):
         if not 0 <= number <= 100:
             raise ValueError(f"expected a percentage between 0% and 100%, got {value!r}")
         return number
-
-    @model_validator(mode="before")
-    @classmethod
-    def _full_pass_beside_a_probe(cls, data: Any) -> Any:
-        """With a probe and no interval, the full pass runs as docs/daemon.md recommends beside
-        one: hourly. Every 5 minutes it would cost a team more than the probes save."""
-        if not isinstance(data, dict) or "interval" in data:
-            return data
-        probe = data.get("probe")
-        if probe is None or (isinstance(probe, str) and probe.strip().lower() == "off"):
-            return data
-        return {**data, "interval": PROBED_INTERVAL}
 
 
 class BackupConfig(_Strict):
@@ -540,6 +529,39 @@ class Config(_Strict):
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
                 raise ValueError(f"provider name {name!r}: use letters, digits, '-', '_' or '.'")
         return providers
+
+    @model_validator(mode="before")
+    @classmethod
+    def _full_pass_beside_a_probe(cls, data: Any) -> Any:
+        """With a probe and no interval, the full pass runs as docs/daemon.md recommends beside
+        one: hourly, or daily when every probed store is a Mem0 server read through its
+        database (a probe that misses nothing). Every 5 minutes, a team's full passes would
+        cost more than its probes save."""
+        sync = data.get("sync") if isinstance(data, dict) else None
+        if not isinstance(sync, dict) or "interval" in sync:
+            return data
+        probe = sync.get("probe")
+        if probe is None or (isinstance(probe, str) and probe.strip().lower() == "off"):
+            return data
+        providers = data.get("providers")
+        entries = (
+            [e for e in providers.values() if isinstance(e, dict)]
+            if isinstance(providers, dict)
+            else []
+        )
+        probed = [  # the stores scopes/probes.py probes
+            e
+            for e in entries
+            if e.get("type") in ("mem0-server", "mem0-platform")
+            or (e.get("type") == "hindsight" and e.get("bank"))
+        ]
+        complete = bool(probed) and all(
+            e.get("type") == "mem0-server"
+            and (e.get("database_url_env") or e.get("database_url_file"))
+            for e in probed
+        )
+        interval = COMPLETELY_PROBED_INTERVAL if complete else PROBED_INTERVAL
+        return {**data, "sync": {**sync, "interval": interval}}
 
     @model_validator(mode="after")
     def _scopes_fit_together(self) -> Config:

@@ -10,7 +10,8 @@ memsync's, and its request log stays countable through a line protocol on stdin 
 ``latency S``, ``die-on-write``: the process exits, unanswering, at the next write it gets).
 
 ``Served("mem0-org")`` is a Mem0 server double at an organisation's size (its memories in
-``IndexedVectors``, so listing one user of a thousand costs that user only): ``seed`` fills
+``IndexedVectors``, so listing one user of a thousand costs that user only; with
+``database_url``, in that PostgreSQL database's upstream ``memories`` table): ``seed`` fills
 it in bulk, ``holds`` asks whether a user holds a text without a request, and requests sent
 with the ``X-Bench-Client`` header (the benchmark's own client writing as another program
 would) are left out of ``stats``, which counts what memsync asked.
@@ -37,15 +38,20 @@ from typing import Any
 KEY = "bench-key-0123456789"
 ROOT = Path(__file__).resolve().parents[2]
 WRITES = {"POST", "PUT", "DELETE", "PATCH"}
+DATABASE_URL = "MEMSYNC_DOUBLE_DATABASE_URL"  # mem0-org: its memories in this database
 HARNESS = "x-bench-client"  # a request with this header is the benchmark's, not memsync's
 
 
 class Served:
     """A double in its own process: its base URL, its request count, its CPU time."""
 
-    def __init__(self, kind: str, latency: float = 0.0, *, port: int = 0) -> None:
+    def __init__(
+        self, kind: str, latency: float = 0.0, *, port: int = 0, database_url: str | None = None
+    ) -> None:
         self.kind = kind
         env = {**os.environ, "MEM0_TELEMETRY": "False", "PYTHONPATH": str(ROOT)}
+        if database_url is not None:
+            env[DATABASE_URL] = database_url
         self._process = subprocess.Popen(
             [sys.executable, "-m", "tests.doubles.served", kind, str(port)],
             cwd=ROOT,
@@ -134,7 +140,8 @@ def _double(kind: str) -> Any:
     if kind == "mem0-org":
         from tests.doubles.mem0_server_app import Mem0ServerDouble
 
-        return Mem0ServerDouble(api_key=KEY, indexed=True)
+        url = os.environ.get(DATABASE_URL)
+        return Mem0ServerDouble(api_key=KEY, database_url=url, indexed=url is None)
     if kind == "mem0-platform":
         from tests.doubles.mem0_platform_app import Mem0PlatformDouble
 

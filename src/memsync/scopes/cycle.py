@@ -95,6 +95,7 @@ def run_scoped_cycle(
         # A hinted cycle names its scopes: when staging knows them all, asking every source
         # which scopes it holds (GET /entities scans the whole server) would tell it nothing.
         find = wanted is None or not wanted <= known
+        report.looked = find
         discovered, complete = _discover(config, binder, report, handles, find=find)
         for scope in sorted(discovered | known):
             if wanted is not None and scope not in wanted:
