@@ -240,6 +240,7 @@ def _sync_scope(
     )
     scoped_options = SyncOptions(
         only=[scoped_name(n, scope) for n in options.only] if options.only else None,
+        lead=[scoped_name(n, scope) for n in options.lead] if options.lead else None,
         dry_run=options.dry_run,
         force_delete=options.force_delete,
         full=options.full,

@@ -401,7 +401,7 @@ class Live:
         receivers = receivers_of(config)
         scopes = {hint.scope for hint in hints}
         only_scopes = None if not scoped or None in scopes else {s for s in scopes if s}
-        options = SyncOptions(only=sorted(hinted | receivers), stop=self.stop)
+        options = SyncOptions(only=sorted(hinted | receivers), lead=sorted(hinted), stop=self.stop)
         why = _named(sorted(hints))
         started = time.monotonic()
         try:
