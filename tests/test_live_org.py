@@ -175,3 +175,60 @@ type = "mnem"
 path = "{tmp_path / "agents" / "{user_id}" / "memory"}"
 create = true
 """
+
+
+BURST = 300
+
+MANY_AGENTS = """
+import gc, sys, mnem
+for path in sys.argv[1:]:
+    store = mnem.open(path)
+    store.add("burst", "a note written in the burst")
+    store.commit("agent wrote burst")
+    del store
+    gc.collect()
+"""
+
+
+def test_a_burst_of_hundreds_of_scopes_is_one_cycle_and_never_a_loop(
+    tmp_path: Path, running: Callable[..., Running]
+) -> None:
+    """Agents write into 300 users' stores while a cycle runs (here: while the cycle lock is
+    held, as by a `memsync sync`): the hints wait, and are taken up together in one cycle,
+    whose own writes (300 on the server, probed) start nothing after it."""
+    import subprocess
+    import sys
+
+    from memsync.lock import cycle_lock
+
+    with served_mem0_server(indexed=True) as server:
+        for number in range(BURST):
+            server.double.insert_many([f"user {number} likes tea"], user_id=user(number))
+        paths = paths_in(tmp_path)
+        r = running(paths, org_config(tmp_path, server.url, probe=True))
+        r.live.start()
+        r.full_pass()
+        stores = [str(tmp_path / "agents" / user(n) / "memory") for n in range(BURST)]
+        lock = cycle_lock(paths)
+        lock.acquire(timeout=60)
+        try:
+            subprocess.run([sys.executable, "-c", MANY_AGENTS, *stores], check=True, timeout=600)
+            wait_until(lambda: len(r.live._pending) >= BURST, "every store's hint, waiting")
+        finally:
+            lock.release()
+        wait_until(
+            lambda: all("a note written in the burst" in server.texts(user(n)) for n in (0, 299)),
+            "the burst on the server",
+            timeout=SLOW,
+        )
+        wait_until(lambda: r.live.cycles >= 1 and finished(paths), "the burst's cycle")
+        # Something after it, so that "nothing more" is seen, not assumed.
+        agent_writes(tmp_path / "agents" / user(7) / "memory", "later", "a later note")
+        wait_until(lambda: "a later note" in server.texts(user(7)), "the later note")
+        wait_until(lambda: r.live.own_answers >= BURST and finished(paths), "the probes after")
+        runs = runs_after(paths, 1)
+        held = {n: server.texts(user(n)) for n in range(BURST)}
+    burst, *after = runs
+    assert len(burst["scopes"]) == BURST
+    assert all("a note written in the burst" in texts for texts in held.values())
+    assert [set(run["scopes"]) for run in after] == [{f"user_id={user(7)}"}]
