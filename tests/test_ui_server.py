@@ -268,6 +268,9 @@ def test_a_team_of_hundreds_is_summarised_and_paged_not_sent_whole(home: Path) -
         assert all(r["records"] == 1 and r["state"]["kind"] == "ok" for r in page["scopes"])
         calm = client.get("/api/scopes", params={"provider": "server", "attention": "1"})
         assert calm.json()["total"] == 0
+        [run] = client.get("/api/history").json()  # a team's scopes summed into its provider
+        assert set(run["providers"]) == {"server", "backup"}
+        assert run["providers"]["backup"]["written"] == 120
         refused = client.get("/api/scopes")
         assert refused.status_code == 409 and "provider=NAME" in refused.json()["error"]
     finally:

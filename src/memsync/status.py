@@ -189,21 +189,27 @@ def last_discovery(store: StagingStore, configured: dict[str, Any]) -> dict[str,
 
 
 def cycle_history(store: StagingStore, limit: int = 60) -> list[dict[str, Any]]:
-    """The newest finished runs, oldest first: duration and each provider's +/~/- counts."""
+    """The newest finished runs, oldest first: duration and each provider's +/~/- counts (a
+    team's scopes summed into their provider, its worst state shown)."""
+    from memsync.scopes.views import WORST_FIRST, split_base
+
     history = []
     for run in reversed(store.runs.newest_finished(limit)):
         summary = json.loads(run.summary) if run.summary else {}
-        providers = {
-            name: {
-                "state": outcome.get("state"),
-                "added": outcome.get("added", 0),
-                "changed": outcome.get("changed", 0),
-                "removed": outcome.get("removed", 0),
-                "written": outcome.get("written", 0),
-            }
-            for name, outcome in (summary.get("providers") or {}).items()
-            if outcome.get("state") != "skipped"
-        }
+        providers: dict[str, dict[str, Any]] = {}
+        for name, outcome in (summary.get("providers") or {}).items():
+            if outcome.get("state") == "skipped":
+                continue
+            row = providers.setdefault(
+                split_base(name),
+                {"state": None, "added": 0, "changed": 0, "removed": 0, "written": 0},
+            )
+            for key in ("added", "changed", "removed", "written"):
+                row[key] += outcome.get(key, 0)
+            states = [s for s in (row["state"], outcome.get("state")) if s]
+            row["state"] = min(
+                states, key=lambda s: WORST_FIRST.index(s) if s in WORST_FIRST else 0
+            )
         history.append(
             {
                 "id": run.id,
