@@ -97,9 +97,9 @@ def run_scoped_cycle(
         find = wanted is None or not wanted <= known
         report.looked = find
         discovered, complete = _discover(config, binder, report, handles, find=find)
-        for scope in sorted(discovered | known):
-            if wanted is not None and scope not in wanted:
-                continue
+        order = [s for s in sorted(discovered | known) if wanted is None or s in wanted]
+        _read_ahead(config, binder, order, options)
+        for scope in order:
             outcome = ScopeOutcome(scope, discovered=scope in discovered or not complete)
             report.scopes[scope.label] = outcome
             if options.stop is not None and options.stop.is_set():
@@ -115,6 +115,23 @@ def run_scoped_cycle(
     finish_run(store, report)
     end_shared_run(store, run_id)
     return report
+
+
+def _read_ahead(
+    config: Config, binder: ScopeBinder, order: list[Scope], options: SyncOptions
+) -> None:
+    """Let each remote source that can (a Mem0 server) read the scopes' memories a few ahead
+    of the scopes' cycles, in their order: its listings then overlap the local work."""
+    if len(order) < 2:
+        return
+    for name, base in binder.bases.items():
+        ahead = getattr(base, "read_ahead", None)
+        if not callable(ahead) or name in binder.unavailable:
+            continue
+        if options.only and name not in options.only and name != config.sync.active:
+            continue
+        entry = config.providers[name]
+        ahead([{**fixed_keys(entry), **scope.as_dict()} for scope in order])
 
 
 def _discover(
