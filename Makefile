@@ -14,13 +14,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[mem0,dev]"
 	touch $(STAMP)
 
-# The real mnem SDK (mnem-agents 0.0.7), built offline from ../shared/mnem-sdk into the venv.
+# The real mnem SDK (mnem-agents 0.0.7), built offline from ../shared/mnem-sdk into the venv,
+# then mnem's own agent clients on top of it: mnem-langgraph and mnem-mcp depend on
+# mnem-agents, which pip cannot build here, so they go in with --no-deps (their other
+# dependencies, langgraph and mcp, are in the dev extra).
 # build.sh exit 3 (no Rust toolchain) or no ../shared: the reason goes to $(SDK_SKIP) and the
 # real-SDK tests skip with it, the demo falls back to a second Mem0 store and says why, the
 # bench skips its mnem rows with it. Any other failure stops here. test, demo and bench all
 # build it this one way.
 SDK_BUILD := ../shared/mnem-sdk/build.sh
 SDK_SKIP := $(VENV)/mnem-sdk-unavailable
+MNEM_CLIENTS := mnem-langgraph==0.0.1 mnem-mcp==0.0.1
 
 mnem-sdk: $(STAMP)
 	@rm -f $(SDK_SKIP)
@@ -34,6 +38,8 @@ mnem-sdk: $(STAMP)
 	        echo "build.sh exit 3: no Rust toolchain >= 1.85 here" > $(SDK_SKIP); \
 	    elif [ $$rc -ne 0 ]; then \
 	        echo "!!! mnem SDK: build.sh failed (exit $$rc)" >&2; exit $$rc; \
+	    else \
+	        $(BIN)/python -m pip install --quiet --no-deps $(MNEM_CLIENTS); \
 	    fi; \
 	fi
 

@@ -23,6 +23,7 @@ FIRST = [
     "bench.bench_mem0_listing",
     "bench.bench_mnem_work",
     "bench.bench_first_sync",
+    "bench.bench_main_job",
     "bench.bench_adopt",
     "bench.bench_http",
     "bench.bench_rate_limit",

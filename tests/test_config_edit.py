@@ -33,8 +33,13 @@ def test_switch_changes_only_the_active_value() -> None:
     assert len(before) == len(after)
     changed = [(b, a) for b, a in zip(before, after, strict=True) if b != a]
     assert changed == [
-        ("active = 'mem0'   # was mnem last week", 'active = "mnem"   # was mnem last week')
+        ("active = 'mem0'   # was mnem last week", "active = 'mnem'   # was mnem last week")
     ]
+
+
+def test_switch_keeps_double_quotes_and_quotes_a_name_that_needs_them() -> None:
+    assert set_active('[sync]\nactive = "a"\n', "b") == '[sync]\nactive = "b"\n'
+    assert set_active("[sync]\nactive = 'a'\n", "it's") == '[sync]\nactive = "it\'s"\n'
 
 
 def test_switch_finds_active_in_a_dotted_or_reordered_sync_table() -> None:

@@ -34,8 +34,8 @@ edits on both.
 | replay:before-batch:1 | mnem | mnem has no memsync commit yet; incremental listing picks everything up on the rerun |
 | replay:result:1 | mnem | the batch's one mnem commit landed, its outcomes lost: no second commit of the same changes |
 
-Not covered here: a kill inside mnem's own commit (its storage is a stand-in; see
-docs/reliability.md) and inside Mem0's SQLite/Qdrant writes (their own atomicity).
+A kill inside mnem's own commit is tests/test_crash_mnem_commit.py. Not covered: a kill
+inside Mem0's SQLite/Qdrant writes (their own atomicity).
 """
 
 from __future__ import annotations

@@ -361,3 +361,59 @@ def synced_then_expired(home: Path, monkeypatch: pytest.MonkeyPatch, text: str) 
     Clock(monkeypatch).advance(3)
     code, out = memsync(home, monkeypatch, "sync")
     assert code == 0, out
+
+
+# --- memsync migrate: ADR-0024's one-shot path into a new store (issue 32) ------------------------
+
+
+def _migrate_world(home: Path, create: bool) -> None:
+    (home / "config").mkdir(parents=True)
+    write_config(
+        home,
+        '[sync]\nactive = "agent"\n'
+        + mem0_table("old", home / "stores")
+        + f'\n[providers.agent]\ntype = "mnem"\npath = "{home / "new" / "agent"}"\n'
+        + ("create = true\n" if create else ""),
+    )
+    with App(home, "old") as memory:
+        memory.vector_store.insert(
+            vectors=[[1.0] + [0.0] * (DIMS - 1)] * 30,
+            payloads=[mem0_payload(f"memory {i}", user_id="alice") for i in range(29)]
+            + [{k: v for k, v in mem0_payload("x", user_id="alice").items() if k != "data"}],
+            ids=[str(uuid.uuid4()) for _ in range(30)],
+        )
+
+
+def test_migrate_into_a_store_that_does_not_exist_yet_makes_it_with_create(
+    mnem: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    _migrate_world(home, create=True)
+    code, out = memsync(home, monkeypatch, "migrate", "--from", "old", "--to", "agent", "--json")
+    report = json.loads(out)
+    assert code == 0  # one memory had no content: skipped and reported by id (ADR-0024)
+    assert (report["imported"], len(report["skipped"]), report["failed"]) == (29, 1, [])
+    store = mnem.open(home / "new" / "agent")
+    try:
+        nodes = store.working_memory()
+        assert [c.author for c in store.log()] == ["memsync"]  # one commit
+    finally:
+        del store
+        gc.collect()
+    assert sorted(n.content for n in nodes.values()) == sorted(f"memory {i}" for i in range(29))
+    assert all(node_id.startswith("mem0:") for node_id in nodes)
+    code, out = memsync(home, monkeypatch, "migrate", "--from", "old", "--to", "agent", "--json")
+    again = json.loads(out)
+    assert (again["imported"], again["already_present"]) == (0, 29)  # nothing written twice
+
+
+def test_migrate_into_a_missing_store_without_create_says_how_to_make_it(
+    mnem: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    _migrate_world(home, create=False)
+    code, out = memsync(home, monkeypatch, "migrate", "--from", "old", "--to", "agent")
+    assert code == 5 and "Traceback" not in out
+    (line,) = [line for line in out.splitlines() if line.strip()]
+    assert "no mnem store at" in line and "create = true" in line and "mnem.init" in line
+    assert not (home / "new" / "agent").exists()

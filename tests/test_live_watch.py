@@ -571,3 +571,68 @@ def test_an_agent_that_writes_the_moment_memsync_releases_the_store_is_not_mista
     r.full_pass()
     notes = tmp_path / "notes" / "alice.pmm.jsonl"
     wait_until(lambda: "written in the gap" in pmm_contents(notes), "the agent's node")
+
+
+def test_one_mnem_store_holding_every_scope_is_watched_and_memsyncs_own_writes_start_nothing(
+    tmp_path: Path, running: Callable[..., Running]
+) -> None:
+    """A LangGraph layout's one store, every user a namespace of it: an agent's write in bob's
+    namespace reaches bob's file alone; the store the run held for every scope and let go at its
+    end, and memsync's own writes, start no cycle."""
+    from tests.mem0_fixtures import offline_mem0_config, open_provider
+
+    (tmp_path / "mem0.json").write_text(json.dumps(offline_mem0_config(tmp_path)))
+    app = open_provider(tmp_path, {"user_id": "alice"}, mem0_dir=tmp_path / "app-mem0")
+    app.memory.add("alice likes tea", user_id="alice", infer=False)
+    app.memory.add("bob likes coffee", user_id="bob", infer=False)
+    app.close()
+    store = init_store(tmp_path / "store")
+    notes = tmp_path / "notes"
+    config = parse_config(
+        f"""
+[sync]
+active = "mem0"
+interval = "1h"
+
+[providers.mem0]
+type = "mem0-oss"
+scope = {{ user_id = "*" }}
+embedder = "hash"
+mem0_config_file = "{tmp_path / "mem0.json"}"
+
+[providers.agents]
+type = "mnem"
+path = "{store}"
+layout = {{ type = "langgraph", namespace = ["memories", "{{user_id}}"] }}
+
+[providers.notes]
+type = "pmm-dir"
+path = "{notes}"
+direction = "push"
+"""
+    )
+    r = running(paths_in(tmp_path), config)
+    r.full_pass()
+    placed = {node_id.rsplit(":", 1)[0]: v["content"] for node_id, v in nodes_of(store).items()}
+    assert placed == {"memories:alice": "alice likes tea", "memories:bob": "bob likes coffee"}
+    r.live.start()
+    assert r.live.watcher is not None
+    wait_until(lambda: r.live.watcher.watching, "the watcher to start")  # type: ignore[union-attr]
+    agent_writes(store, "memories:bob:k1", "bob plays chess")
+    wait_until(
+        lambda: "bob plays chess" in pmm_contents(notes / "bob.pmm.jsonl"),
+        "the agent's memory to reach bob's file",
+    )
+    wait_until(lambda: r.live.cycles == 1, "the cycle to finish")
+    assert "bob plays chess" not in pmm_contents(notes / "alice.pmm.jsonl")
+    # The run held the store for every scope and let go when it ended (mnem rewrites its file
+    # then): the watcher takes the store, as memsync left it, for memsync's, not a change.
+    agents = Hint("agents")
+    wait_until(
+        lambda: (
+            (left := r.live._left.get(agents)) is not None
+            and left.files == content_signature(store)
+        ),
+        "the store memsync let go to be recognised as it left it",
+    )
+    assert r.live.cycles == 1

@@ -48,8 +48,7 @@ def test_a_named_team_is_complete_and_users_found_beside_it_are_synced_and_said(
     double = Mem0ServerDouble(api_key=ADMIN)
     double.insert_many(["alice likes tea"], user_id="alice")
     double.insert_many(["carol rides a bike"], user_id="carol")
-    double.insert_many(["dan, unlisted"], user_id="dan")
-    double.entity_scan_limit = 1  # /entities sees alice alone
+    double.entity_scan_limit = 1  # /entities sees alice or carol, never both
     monkeypatch.setattr(server_entities, "SCAN_LIMIT", 1)
     team = tmp_path / "team.txt"
     team.write_text("# our users\nalice\n\nuser_id=carol\n")
@@ -64,6 +63,7 @@ def test_a_named_team_is_complete_and_users_found_beside_it_are_synced_and_said(
     assert report.discovery["cloud"]["complete"] is True
     assert (tmp_path / "backup" / "carol.pmm.jsonl").exists()
 
+    double.insert_many(["dan, unlisted"], user_id="dan")
     double.entity_scan_limit = 10  # now the routes see dan too, who is not in the file
     monkeypatch.setattr(server_entities, "SCAN_LIMIT", 10)
     with StagingStore.open(tmp_path / "staging.db") as store:

@@ -620,3 +620,127 @@ def test_mem0_to_mnem_to_mem0_loses_nothing(tmp_path: Path, sdk: ModuleType) -> 
 
     assert essentials(via_mnem, mnem.origin_of) == essentials(originals, source.origin_of)
     assert essentials(returned, back.origin_of) == essentials(originals, source.origin_of)
+
+
+# --- writes ask no node of the store (issue 32) -----------------------------------------------
+
+
+def _seeded(double: ModuleType, root: Path, count: int) -> MnemProvider:
+    provider = MnemProvider("mnem", new_store(double, root), sdk=double, busy_timeout=0)
+    provider.open()
+    provider.known.forget_all()
+    list(
+        provider.write_many(
+            [
+                WriteOp("create", str(i), item=mem0_item(f"m{i}", f"memory {i}"))
+                for i in range(count)
+            ]
+        )
+    )
+    return provider
+
+
+def test_a_batch_after_a_full_listing_scans_the_store_for_nothing(
+    tmp_path: Path, double: ModuleType
+) -> None:
+    """In mnem 0.0.7 one node read costs a pass over the whole store: a batch of creates,
+    updates and deletes made none (it did one per op, quadratic in all)."""
+    provider = _seeded(double, tmp_path, 300)
+    provider.close()
+    provider.open()
+    records = {r.id: r for r in list_all(provider)[0]}  # the full listing
+    double.stats.reset()
+    ops = [WriteOp("create", f"c{i}", item=mem0_item(f"new{i}", f"new {i}")) for i in range(100)]
+    ops += [
+        WriteOp("update", f"u{i}", item=mem0_item(f"m{i}", f"edited {i}"), provider_id=f"mem0:m{i}")
+        for i in range(100)
+    ]
+    ops += [WriteOp("delete", f"d{i}", provider_id=f"mem0:m{i}") for i in range(200, 210)]
+    results = list(provider.write_many(ops))
+    assert [r.error for r in results] == [None] * len(ops)
+    assert double.stats.store_scans == 10  # the ten rm calls alone (the SDK's own cost)
+    assert double.stats.commits_written == 1
+    assert len(records) == 300
+    assert {r.id for r in list_all(provider)[0]} == (
+        {f"mem0:m{i}" for i in range(300)} - {f"mem0:m{i}" for i in range(200, 210)}
+    ) | {f"mem0:new{i}" for i in range(100)}
+    provider.close()
+
+
+def test_updates_and_deletes_from_an_incremental_cycle_use_the_staged_record(
+    tmp_path: Path, double: ModuleType
+) -> None:
+    """After an incremental listing nothing is known of unchanged nodes: an update or a delete
+    takes the record the engine staged for it (``WriteOp.previous``) instead of a read."""
+    provider = _seeded(double, tmp_path, 50)
+    staged = {r.id: r for r in list_all(provider)[0]}
+    cursor = provider.listing().cursor
+    provider.close()
+    provider.open()
+    list(provider.listing(cursor).pages())  # no new commit: reads nothing, knows nothing
+    double.stats.reset()
+    ops = [
+        WriteOp(
+            "update",
+            "u",
+            item=mem0_item("m1", "edited"),
+            provider_id="mem0:m1",
+            previous=staged["mem0:m1"],
+        ),
+        WriteOp("delete", "d", provider_id="mem0:m2", previous=staged["mem0:m2"]),
+    ]
+    assert [r.error for r in provider.write_many(ops)] == [None, None]
+    assert double.stats.store_scans == 1  # the rm
+    assert provider.store.working_node("mem0:m1").content == "edited"
+    assert provider.store.working_node("mem0:m2") is None
+    provider.close()
+
+
+def test_creates_nobody_knew_cost_one_diff_for_the_whole_batch(
+    tmp_path: Path, double: ModuleType
+) -> None:
+    provider = _seeded(double, tmp_path, 20)
+    double.agents.remember(provider.store, "mem0:taken", "the agent's own memory")
+    provider.known.forget_all()  # as after an incremental listing
+    double.stats.reset()
+    ops = [WriteOp("create", str(i), item=mem0_item(f"fresh{i}", f"fresh {i}")) for i in range(50)]
+    ops.append(WriteOp("create", "x", item=mem0_item("taken", "other text")))
+    ops.append(WriteOp("create", "m1", item=mem0_item("m1", "memory 1")))  # memsync's own, same
+    results = {r.op.key: r for r in provider.write_many(ops)}
+    assert double.stats.store_scans == 1  # one diff, whatever the batch's size
+    assert isinstance(results["x"].error, NodeIdCollision)
+    assert results["m1"].error is None and results["0"].error is None
+    assert provider.store.working_node("mem0:taken").content == "the agent's own memory"
+    assert provider.store.staged() == []
+    provider.close()
+
+
+def test_an_update_from_the_staged_record_is_written_even_when_its_version_matches(
+    tmp_path: Path, sdk: ModuleType
+) -> None:
+    """The mirror keeps an agent's rewrite under the version it replaced until memsync writes
+    it back: a staged record's version is not proof of what the node holds, so the write-back
+    is made (here an agent rewrote the same text and dropped memsync's note)."""
+    provider = MnemProvider("mnem", new_store(sdk, tmp_path / "a"), sdk=sdk, busy_timeout=0)
+    provider.open()
+    item = mem0_item("m1", "likes tea")
+    staged = provider.create(item)
+    sdk.agents.remember(provider.store, "mem0:m1", "likes tea")  # the note is gone
+    provider.close()
+    provider.open()  # knows nothing of mem0:m1
+    op = WriteOp("update", "u", item=item, provider_id="mem0:m1", previous=staged)
+    assert [r.error for r in provider.write_many([op])] == [None]
+    assert provider.store.working_node("mem0:m1").provenance.note is not None
+    provider.close()
+
+
+def test_a_create_nobody_knew_of_a_node_already_there_as_written_commits_nothing(
+    tmp_path: Path, double: ModuleType
+) -> None:
+    provider = _seeded(double, tmp_path, 5)
+    head = provider.store.head_commit()
+    provider.known.forget_all()  # as after an incremental listing
+    (result,) = provider.write_many([WriteOp("create", "k", item=mem0_item("m1", "memory 1"))])
+    assert result.error is None and result.record is not None
+    assert provider.store.head_commit() == head and provider.store.staged() == []
+    provider.close()

@@ -350,14 +350,66 @@ class Mem0PlatformConfig(_Http):
     )
 
 
+class LangGraphLayoutConfig(_Strict):
+    """``layout = { type = "langgraph", ... }``: each memory a LangGraph item, as
+    ``mnem-langgraph`` stores one (``providers/mnem/layouts.py``)."""
+
+    type: Literal["langgraph"]
+    # The item's namespace; "{user_id}" (any scope key) as a whole segment: LangMem's default.
+    namespace: tuple[str, ...] = ("memories", "{user_id}")
+    # The item's value: {"content": text} (LangMem's manage_memory tool), or
+    # {"kind": "Memory", "content": {"content": text}} (LangMem's store manager).
+    value: Literal["content", "kind"] = "content"
+
+    @field_validator("namespace", mode="before")
+    @classmethod
+    def _segments(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError(
+                f'expected a list of segments, e.g. namespace = ["memories", "{value}"]'
+            )
+        return value
+
+    @field_validator("namespace")
+    @classmethod
+    def _template(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from memsync.scopes import namespace_keys
+
+        namespace_keys(value)  # a segment that cannot be a namespace's is refused here
+        return value
+
+
 class MnemConfig(ProviderBase):
     type: Literal["mnem"]
     path: Path
     branch: str | None = None
-    scope_key: str | None = None  # default: the store directory's name
+    scope_key: str | None = None  # default: the config's Mem0 scope, else the store's name
     busy_timeout: float = 10.0  # how long open() retries while an agent holds the store
     create: bool = False  # initialise a missing store on its first write
     exclude: MnemExcludeConfig | None = None
+    # How a memory is a node: "mem0" (ADR-0024: node mem0:{id}, the text as content) or a
+    # LangGraph item ("langgraph", or a table of LangGraphLayoutConfig's keys).
+    layout: Literal["mem0"] | LangGraphLayoutConfig = "mem0"
+
+    @field_validator("layout", mode="before")
+    @classmethod
+    def _layout(cls, value: Any) -> Any:
+        if value == "langgraph":
+            return {"type": "langgraph"}
+        if isinstance(value, dict):
+            try:
+                return LangGraphLayoutConfig.model_validate(value)
+            except ValidationError as exc:  # one line naming the layout's key, not the union's
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"] if isinstance(p, str))
+                raise ValueError(f"{where or 'layout'}: {_explain(first)}") from None
+        if value != "mem0" and not isinstance(value, LangGraphLayoutConfig):
+            raise ValueError(
+                f'unknown layout {value!r}; use "mem0" (the default) or "langgraph", or a table '
+                'such as { type = "langgraph", namespace = ["memories", "{user_id}"], '
+                'value = "content" }'
+            )
+        return value
 
     @field_validator("path")
     @classmethod

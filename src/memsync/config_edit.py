@@ -9,7 +9,7 @@ from pathlib import Path
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
-from tomlkit.items import Table
+from tomlkit.items import String, StringType, Table
 
 from memsync.config import Config, parse_config
 from memsync.errors import ConfigError
@@ -27,8 +27,20 @@ def set_active(config_text: str, name: str) -> str:
         raise ConfigError("the config has no [sync] table to switch")
     if "active" not in sync:
         raise ConfigError('could not find `active = "..."` in [sync]; edit it by hand')
-    sync["active"] = name
+    sync["active"] = _in_the_same_quotes(sync["active"], name)
     return tomlkit.dumps(document)
+
+
+def _in_the_same_quotes(old: object, name: str) -> String:
+    """NAME as a TOML string quoted as the user quoted the old value: the edit changes the
+    name and nothing else (tomlkit's own choice of quotes changed between 0.15.2 and 0.15.3)."""
+    literal = (
+        isinstance(old, String)
+        and old.type is StringType.SLL
+        and "'" not in name
+        and "\n" not in name
+    )
+    return tomlkit.string(name, literal=literal)
 
 
 def write_active(path: Path, name: str) -> Config:

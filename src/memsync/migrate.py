@@ -21,7 +21,10 @@ into a mnem store, with ADR-0024's semantics exactly:
 - a memory the target already holds under another id (the same text in the same scope, as
   ``memsync.sameness`` defines it, one copy for one copy) is already present too: a second
   run against a store that another tool filled imports nothing;
-- writes go in batched commits (one commit per ``batch_size`` memories).
+- writes go in batched commits (one commit per batch). A target whose every commit costs in
+  proportion to the whole store (mnem) gets batches as large as what it already holds, up to
+  ``STORE_SIZED_BATCH``: a copy of N memories then commits about twice N nodes' worth in all,
+  where batches of a fixed size would commit N²/size (quadratic); others get ``DEFAULT_BATCH``.
 
 Mem0's per-memory edit history is not ported, only the current state: Mem0 keeps history per
 memory id, with no store-wide event log to replay.
@@ -58,6 +61,7 @@ from memsync.sameness import Copies, SameKey, same_key, scope_of, star_scope
 log = logging.getLogger("memsync.migrate")
 
 DEFAULT_BATCH = 500
+STORE_SIZED_BATCH = 50_000  # bounds what one batch holds in memory
 CLIENT_PAGE_SIZE = 200  # the Mem0 Platform's largest page
 CHANGED_REASON = (
     "already in {target} with other content; not overwritten (memsync sync carries changes)"
@@ -110,7 +114,7 @@ def import_mem0(
     mem0_memory: Any,
     *,
     filters: Mapping[str, Any],
-    batch_size: int = DEFAULT_BATCH,
+    batch_size: int | None = None,
     dry_run: bool = False,
     api: Literal["auto", "memory", "client"] = "auto",
     sdk: ModuleType | None = None,
@@ -140,16 +144,17 @@ def migrate(
     target: Provider,
     *,
     dry_run: bool = False,
-    batch_size: int = DEFAULT_BATCH,
+    batch_size: int | None = None,
 ) -> MigrationReport:
     """Copy every memory SOURCE lists into TARGET once; open and close both around the pass.
 
     A memory counts as already present when TARGET holds a record of the same logical memory
     (origin) with the same fingerprint; with another fingerprint it is skipped, never
-    overwritten. Empty ones are skipped by the source's listing. Writes go in batches of
-    ``batch_size`` through ``write_many`` (one commit each for mnem).
+    overwritten. Empty ones are skipped by the source's listing. Writes go in batches through
+    ``write_many`` (one commit each for mnem): ``batch_size`` each when given, else sized as
+    the module docstring says.
     """
-    if batch_size < 1:
+    if batch_size is not None and batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     report = MigrationReport(source=source.name, target=target.name, dry_run=dry_run)
     with source, target:
@@ -163,8 +168,11 @@ def migrate(
         to_write = _plan(source, target, records, present, copies, star, report)
         report.planned = len(to_write)
         if not dry_run:
-            for start in range(0, len(to_write), batch_size):
-                _write_batch(target, to_write[start : start + batch_size], report)
+            start, held = 0, len(present)
+            while start < len(to_write):
+                size = batch_size or _batch_size(target, held)
+                _write_batch(target, to_write[start : start + size], report)
+                start, held = start + size, held + size
     log.info(
         "migrate %s -> %s: %d imported, %d already present, %d skipped, %d failed%s",
         source.name,
@@ -248,6 +256,13 @@ def _plan(
         else:
             to_write.append(Outgoing.from_record(record, origin))
     return to_write
+
+
+def _batch_size(target: Provider, held: int) -> int:
+    """Writes in the next batch into TARGET, which holds about HELD memories."""
+    if not target.capabilities.commits_scan_store:
+        return DEFAULT_BATCH
+    return min(max(DEFAULT_BATCH, held), STORE_SIZED_BATCH)
 
 
 def _write_batch(target: Provider, batch: list[Outgoing], report: MigrationReport) -> None:

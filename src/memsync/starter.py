@@ -46,6 +46,8 @@ direction = "push"
 # path = "~/agents/memory"           # the directory holding .mnem
 # direction = "both"
 # exclude = { ids = ["*:_seq"] }     # agent frameworks' counter nodes: not memories
+# layout = "mem0"                    # nodes mem0:{id} as text (mnem-mcp); for LangGraph/LangMem:
+#   layout = { type = "langgraph", namespace = ["memories", "alice"], value = "content" }
 
 # A self-hosted Mem0 server, a whole team (docs/mem0-server.md). Past 10,000 memories its
 # routes cannot show every user: give memsync read-only access to the server's own database

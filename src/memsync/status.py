@@ -415,6 +415,8 @@ def render_status(report: dict[str, Any]) -> None:
     for name, info in sorted(report["providers"].items()):
         if line := _excluded_line(name, info):
             stdout.print(line, markup=False)
+        if line := _outside_line(name, info):
+            stdout.print(line, markup=False)
     for _name, found in sorted(report.get("discovery", {}).items()):
         if found.get("warning"):
             stdout.print(f"[yellow]WARNING {escape(found['warning'])}[/yellow]")
@@ -465,6 +467,17 @@ def _excluded_line(name: str, info: dict[str, Any]) -> str | None:
             "deletes them: delete them there if unwanted)"
         )
     return line
+
+
+def _outside_line(name: str, info: dict[str, Any]) -> str | None:
+    """Nodes a mnem store holds outside its layout's namespaces: not memsync's, never synced."""
+    count = (info.get("last_cycle") or {}).get("outside")
+    if not isinstance(count, int) or not count:
+        return None
+    return (
+        f"{name}: {count} node{'s' if count != 1 else ''} outside the layout's namespaces "
+        "(not memsync's: neither copied nor deleted)"
+    )
 
 
 def _mirrored(info: dict[str, Any]) -> str:

@@ -32,7 +32,9 @@ of BLAKE3 over canonical CBOR (same 64-hex shape); ``merge``, ``blame``, ``bisec
 ``branch()`` context manager are not provided.
 
 Double-only instrument (not part of the SDK surface): ``stats`` counts node objects read
-from storage and commits written in this process, for benchmarks and tests.
+from storage, commits written, and calls whose cost the real SDK (0.0.7) pays in proportion
+to the whole store (``store_scans``: ``working_memory``, ``working_node``, ``state_at``,
+``diff``, ``rm``) in this process, for benchmarks and tests.
 """
 
 from __future__ import annotations
@@ -73,10 +75,12 @@ class DoubleStats:
 
     nodes_read: int = 0
     commits_written: int = 0
+    store_scans: int = 0  # calls that read the whole head state in the real SDK
 
     def reset(self) -> None:
         self.nodes_read = 0
         self.commits_written = 0
+        self.store_scans = 0
 
 
 stats = DoubleStats()
@@ -711,6 +715,7 @@ class Store:
         )
 
     def rm(self, node_id: str) -> None:
+        stats.store_scans += 1
         _check_str("id", node_id, optional=False)
         self._inner.rm(node_id)
 
@@ -801,10 +806,12 @@ class Store:
         inner.set_head(new_head)
 
     def working_memory(self) -> dict[str, MemoryNode]:
+        stats.store_scans += 1
         nodes = self._inner.working_state_map()
         return {node_id: self._inner.node(nodes[node_id]) for node_id in sorted(nodes)}
 
     def working_node(self, node_id: str) -> MemoryNode | None:
+        stats.store_scans += 1
         _check_str("id", node_id, optional=False)
         for sid, object_id in self._inner.staged():
             if sid == node_id:
@@ -815,10 +822,12 @@ class Store:
         return self._inner.node(object_id) if object_id is not None else None
 
     def state_at(self, commit: str) -> dict[str, MemoryNode]:
+        stats.store_scans += 1
         nodes = self._inner.state_map(self._inner.resolve(commit))
         return {node_id: self._inner.node(nodes[node_id]) for node_id in sorted(nodes)}
 
     def diff(self, frm: str | None = None, to: str | None = None) -> list[NodeChange]:
+        stats.store_scans += 1
         inner = self._inner
         if frm is not None:
             before = inner.state_map(inner.resolve(frm))

@@ -207,6 +207,7 @@ def migrate(app: App, source: str, target: str, dry_run: bool, as_json: bool) ->
 
     Pages through the whole source (no silent cap), skips empty memories and reports them by
     id, namespaces ids (`mem0:{id}` in mnem), keeps provenance, and imports nothing twice.
+    A mnem target that does not exist yet is made when its provider has `create = true`.
     Exits 1 when the source listing was partial or a write failed.
 
     \b

@@ -51,6 +51,10 @@ class Capabilities:
     # a version older than one it showed before means the store went back in time (a
     # restore, lost writes), and the mirror holds it as a rollback instead of an edit.
     ordered_updates: bool = False
+    # A batch's commit costs time in proportion to everything the store holds, not to the
+    # batch (mnem 0.0.7 rewrites its whole state map at each commit): replay then sizes its
+    # batches to the store, so that the commits of a large copy cost about what one would.
+    commits_scan_store: bool = False
 
 
 def stored_text(capabilities: Capabilities, text: str) -> str:
@@ -95,6 +99,11 @@ class Listing(ABC):
     # memory out, and a store without Dream states may have had memsync take it out (mnem).
     hides_retired: bool = False
     tombstones_retired: bool = False
+    # Records the store holds outside every place its layout names (a mnem node outside the
+    # LangGraph namespaces): never memsync's, counted for status. None: not counted, or not
+    # known from this listing; an incremental listing says by how much it changed instead.
+    outside: int | None = None
+    outside_change: int = 0
 
     def __init__(self) -> None:
         self.removed = []
@@ -133,8 +142,9 @@ class WriteOp:
     key: str
     item: Outgoing | None = None
     provider_id: str | None = None
-    # For an update: the memory as the staging store last saw it in this provider, so a
-    # provider that must know what it replaces (Mem0's merging update) need not read it first.
+    # For an update or a delete: the memory as the staging store last saw it in this
+    # provider, so a provider that must know what it replaces (Mem0's merging update, mnem's
+    # batch) need not read it first.
     previous: Record | None = None
 
     def __post_init__(self) -> None:
@@ -227,6 +237,12 @@ class Provider(ABC):
 
     @abstractmethod
     def get(self, provider_id: str) -> Record | None: ...
+
+    def first_dates(self, provider_ids: list[str]) -> dict[str, str]:
+        """When the store got each of these memories, for those it lists without a created_at
+        (mnem: the commit that added a node an agent wrote): ISO instants by id, for the ids it
+        can tell. Asked once, when memsync first sees a memory; unknown ones are dated then."""
+        return {}
 
     def hidden_records(self) -> list[Record]:
         """Memories the store keeps but no longer serves (mnem's expiry tombstones), so that

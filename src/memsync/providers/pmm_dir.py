@@ -3,7 +3,9 @@
 Writes rewrite a scope's file as a stream (old file in, new file out, renamed over it), so a
 crash leaves the previous file whole and memory stays flat however large the file grows. A
 scope key becomes a file name by percent-encoding, so no key can name a path outside the
-directory.
+directory. Every record a file holds carries that file's scope as its ``scope_key`` (what a PMM
+tool imports it under), whichever store the memory came through; a record a file held with
+another key (written before this rule) is given its file's on the file's next rewrite.
 """
 
 from __future__ import annotations
@@ -208,7 +210,7 @@ class PmmDirProvider(Provider):
                 id=record_id,
                 content=op.item.content,
                 metadata=dict(op.item.metadata),
-                scope_key=self.fixed_scope or op.item.scope_key or scope,
+                scope_key=self.fixed_scope or scope,  # the file's scope, not the source's name
                 created_at=op.item.created_at or created_at or now,
                 updated_at=op.item.updated_at,  # the source's, never the time of the sync
                 provenance=dict(op.item.provenance),
@@ -226,6 +228,7 @@ class PmmDirProvider(Provider):
                         )
                     op = wanted.get(existing.id)
                     if op is None:
+                        existing.scope_key = self.fixed_scope or scope  # repaired if it was not
                         yield existing
                     elif op.kind == "delete":
                         done[existing.id] = WriteResult(op)

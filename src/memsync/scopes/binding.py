@@ -23,6 +23,7 @@ from memsync.scopes.model import (
     fixed_keys,
     is_template,
     scoped_config_keys,
+    scoped_in_store,
     scoped_name,
 )
 
@@ -124,6 +125,9 @@ class InScope(Provider):
     def get(self, provider_id: str) -> Record | None:
         return self.inner.get(provider_id)
 
+    def first_dates(self, provider_ids: list[str]) -> dict[str, str]:
+        return self.inner.first_dates(provider_ids)
+
     def create(self, item: Outgoing) -> Record:
         return self.inner.create(self._outside(item))
 
@@ -151,6 +155,20 @@ class ScopeBinder:
         self.bases = dict(bases)
         self.keys = scoped_config_keys(config.providers)
         self.unavailable: dict[str, MemsyncError] = {}
+        self._shared: dict[str, Any] = {}  # name -> SharedStore: one store, a namespace a scope
+
+    def shared_store(self, name: str, base: Provider | None = None) -> Any:
+        """The SharedStore of a mnem provider whose one store holds every scope (made once)."""
+        if name not in self._shared:
+            from memsync.providers.mnem.shared import SharedStore
+
+            self._shared[name] = SharedStore(base or self.bases[name])  # type: ignore[arg-type]
+        return self._shared[name]
+
+    def discover_in_store(self, name: str) -> set[Scope]:
+        """The scopes whose namespaces hold nodes in such a store."""
+        found: set[Scope] = self.shared_store(name).discover()
+        return found
 
     def bind_all(self, scope: Scope) -> dict[str, Provider]:
         """Every provider bound to ``scope``; HostileScope when a template refuses its keys."""
@@ -178,6 +196,12 @@ class ScopeBinder:
                 bound: Provider = own(scoped, values)
                 return bound
             return self._bind_mem0(name, scoped, base, values)
+        if scoped_in_store(entry):
+            from memsync.providers.mnem.shared import ScopeInStore
+
+            return ScopeInStore(
+                scoped, self.shared_store(name, base), scope, scope_key=scope.pmm_key
+            )
         if is_template(entry):
             from memsync.providers.mnem.on_demand import OnDemandMnemProvider
 

@@ -15,7 +15,9 @@ an empty listing of a provider that held memories. The report says it is no long
 
 Handles are released between scopes (the engine closes what it opened at the end of each
 scope's cycle), so one mnem store is open at a time; a Mem0 library store is opened once for
-discovery and shared by every scope's binding.
+discovery and shared by every scope's binding, and so is a mnem store that holds every scope
+in its namespaces (a LangGraph layout, ``providers/mnem/shared.py``): both are held for the
+run and released when it ends.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from memsync.scopes.model import (
     Scope,
     fixed_keys,
     scoped_config_keys,
+    scoped_in_store,
     scoped_name,
     split_scoped_name,
 )
@@ -152,8 +155,11 @@ def _discover(
     complete = True
     for name, base in binder.bases.items():
         entry = config.providers[name]
-        source = entry.type in (*MEM0_TYPES, "pmm-dir") and topology.is_source(name)
-        shared = entry.type == "mem0-oss"  # one Memory for every scope, source or not
+        in_store = scoped_in_store(entry)  # one mnem store, a namespace a scope
+        source = (entry.type in (*MEM0_TYPES, "pmm-dir") or in_store) and topology.is_source(name)
+        # One Memory (mem0-oss) or one mnem store for every scope, source or not: opened here,
+        # held for the run, released when it ends.
+        shared = entry.type == "mem0-oss" or in_store
         if not source and not shared:
             continue
         try:
@@ -175,7 +181,10 @@ def _discover(
         if not source or not find:
             continue
         try:
-            discovery = discover_scopes(base, binder.keys, fixed_keys(entry))
+            if in_store:
+                discovery = Discovery(binder.discover_in_store(name))
+            else:
+                discovery = discover_scopes(base, binder.keys, fixed_keys(entry))
         except MemsyncError as exc:
             report.discovery[name] = {"state": "error", "error": str(exc)}
             report.providers[name] = ProviderOutcome(

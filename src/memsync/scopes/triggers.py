@@ -49,6 +49,7 @@ from memsync.scopes.watch import (
     Hint,
     LocalStore,
     Mem0LocalStore,
+    MnemStore,
     Signature,
     Watcher,
     local_stores,
@@ -541,14 +542,19 @@ class Live:
         for store in stores:
             name = store.provider if scope is None else scoped_name(store.provider, scope)
             outcome = report.providers.get(name)
-            whole = isinstance(store, Mem0LocalStore)
+            # A store every scope shares, which the run holds for all of them: a Mem0 library's,
+            # or one mnem store holding every scope in its namespaces (a LangGraph layout).
+            whole = isinstance(store, Mem0LocalStore) or (
+                isinstance(store, MnemStore) and scope is not None
+            )
             hint = Hint(store.provider, None if whole else scope)
             with self._lock:
                 held = self._held.pop(Hint(store.provider, scope), None)
             if outcome is None or outcome.state not in USABLE:
                 continue  # not read this cycle (skipped, busy): another program's changes stand
             if whole and scope is not None:
-                held = _Left(store.signature(None))  # the run still holds the Mem0 library's store
+                # Still held by the run: its files move when it lets go, over the same head.
+                held = _Left(store.signature(None), held.token if held is not None else None)
             if held is None:
                 continue
             with self._lock:

@@ -65,6 +65,9 @@ def _folded_cycle(cycles: list[dict[str, Any]]) -> dict[str, Any] | None:
         held = [str(c[key]) for c in cycles if c.get(key)]
         if held:
             folded[key] = min(held)
+    outside = [c["outside"] for c in cycles if isinstance(c.get("outside"), int)]
+    if outside:  # one store's count, which each of its scopes reports: not a sum
+        folded["outside"] = max(outside)
     copies: Counter[str] = Counter()
     for cycle in cycles:
         copies.update({split_base(k): v for k, v in (cycle.get("excluded_copies") or {}).items()})

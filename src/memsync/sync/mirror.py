@@ -95,6 +95,7 @@ class MirrorResult:
     reset: bool = False
     excluded: int = 0  # records its exclude covers (memsync.exclude)
     excluded_copies: dict[str, int] = field(default_factory=dict)  # made before the rule
+    outside: int | None = None  # records outside the store's layout (Listing.outside)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +113,7 @@ class MirrorResult:
             "reset": self.reset,
             **({"excluded": self.excluded} if self.excluded else {}),
             **({"excluded_copies": self.excluded_copies} if self.excluded_copies else {}),
+            **({"outside": self.outside} if self.outside is not None else {}),
         }
 
 
@@ -182,8 +184,20 @@ class Mirror:
             if listing.complete:
                 self._commit_cursor(listing)
         result.excluded_copies = self.exclusion.copies()
+        result.outside = self._outside(listing)
         fault_point("mirror:committed")
         return result
+
+    def _outside(self, listing: Listing) -> int | None:
+        """How many records the store holds outside its layout: counted by a full listing,
+        moved on by an incremental one from the count the last cycle kept."""
+        if listing.outside is not None or listing.mode != "incremental":
+            return listing.outside
+        previous = self.store.providers.last_cycle(self.provider.name)
+        counted = json.loads(previous).get("outside") if previous else None
+        if not isinstance(counted, int):
+            return None
+        return max(0, counted + listing.outside_change)
 
     # pages --------------------------------------------------------------------------------
 
@@ -193,6 +207,7 @@ class Mirror:
         if empty:  # never carried, whatever the provider did: memsync writes no empty memory
             skipped = [*skipped, *(Skipped(r.id, "empty content") for r in empty)]
             records = [r for r in records if not r.is_blank]
+        dates = self._first_dates(records)  # before the transaction: the store may take a while
         with self.store.transaction():
             now = utc_now_iso()  # the page's journal entries, one transaction, one instant
             fresh = self._first_sightings(records)
@@ -205,7 +220,7 @@ class Mirror:
             for record in fresh:
                 old = existing.get(record.id)
                 if record.created_at is None:
-                    dated = old.created_at if old is not None else None
+                    dated = old.created_at if old is not None else dates.get(record.id)
                     record = replace(record, created_at=dated or self.first_seen_at)
                 if old is None:
                     link_id = self.provider.origin_of(record)
@@ -264,6 +279,16 @@ class Mirror:
         self.result.skipped.extend(skipped)
         self.result.listed += len(fresh)
 
+    def _first_dates(self, records: list[Record]) -> dict[str, str]:
+        """When the store says it got each memory memsync sees for the first time without a
+        created_at (``Provider.first_dates``): asked once per memory, never per cycle."""
+        undated = [r.id for r in records if r.created_at is None]
+        if not undated:
+            return {}
+        staged = self.records.staged_versions(self.provider.name, undated)
+        new = [record_id for record_id in undated if record_id not in staged]
+        return self.provider.first_dates(new) if new else {}
+
     def _rolled_back(
         self, records: list[Record], existing: dict[str, StagedVersion]
     ) -> list[Rollback]:
@@ -311,14 +336,15 @@ class Mirror:
 
     def _carry_over(self, record: Record, version: str | None) -> Record:
         """A detached record (see Record.detached) with what its store could not keep taken
-        from the version staged for it: the text and the store's own provenance are the
-        agent's change; metadata, dates, origin and the rest of the provenance are not."""
+        from the version staged for it: the text, the store's own provenance and whatever
+        metadata the rewrite itself holds (a LangGraph value's keys) are the agent's change;
+        the rest of the metadata, dates, origin and the rest of the provenance are not."""
         staged = self.records.kept_fields(self.provider.name, record.id)
         native = self.provider.native_provenance
         kept = {k: v for k, v in staged.provenance.items() if k not in native}
         return replace(
             record,
-            metadata=staged.metadata,
+            metadata={**staged.metadata, **record.metadata},
             created_at=staged.created_at,
             expiration_date=staged.expiration_date,
             origin=staged.origin or record.origin,
@@ -475,5 +501,8 @@ def save_cycle_summary(store: StagingStore, provider: str, summary: dict[str, An
     """Keep the provider's cycle for status, with how long it has gone unsynced (``unsynced``)."""
     with store.transaction():
         previous = store.providers.last_cycle(provider)
-        summary = unsynced.carry(provider, json.loads(previous) if previous else None, summary)
+        before = json.loads(previous) if previous else None
+        summary = unsynced.carry(provider, before, summary)
+        if "outside" not in summary and before and "outside" in before:  # not listed this time
+            summary["outside"] = before["outside"]
         store.providers.save_last_cycle(provider, json.dumps(summary, default=str))

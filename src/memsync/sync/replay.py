@@ -53,6 +53,11 @@ REPLAY_BATCH = 1000  # writes per batch (a freshness check before each, outcomes
 # commit, a PMM file rewritten whole): a batch costs its calls, not its rows, and its
 # freshness check a listing of what changed, memsync's own writes of earlier batches included.
 BATCHED_REPLAY = 10_000
+# ...and into one whose every commit costs in proportion to the whole store (mnem): a batch as
+# large as what the store already holds, so that the commits of a copy into it cost within
+# about twice one commit of everything (10k, 10k, 20k, 40k... rather than quadratic), up to
+# this many writes a batch, which bounds the memory a batch holds.
+STORE_SIZED_REPLAY = 50_000
 BACKOFF_BASE = timedelta(seconds=30)
 BACKOFF_MAX = timedelta(hours=1)
 
@@ -154,13 +159,14 @@ class Replay:
         outcome = report.providers[provider.name]
         try:
             self.use(provider)
-            size = BATCHED_REPLAY if provider.capabilities.batch_writes else REPLAY_BATCH
+            size = self._batch_size(provider, 0)
             rows = self.store.outbox.pending(run_id, provider.name, 0, size)
             ahead: Ahead | None = None  # the writes of ``rows``, read while the last batch wrote
             while rows:
                 if _stopping(options):
                     report.interrupted = True
                     return
+                size = self._batch_size(provider, len(rows))
                 upcoming = self.store.outbox.pending(run_id, provider.name, rows[-1].id, size)
                 fresh = self._skip_changed_targets(provider, rows, report)
                 if fresh:
@@ -182,6 +188,16 @@ class Replay:
             outcome.state, outcome.error = ProviderState.BUSY, str(exc)
         except MemsyncError as exc:
             outcome.state, outcome.error = ProviderState.ERROR, str(exc)
+
+    def _batch_size(self, provider: Provider, writing: int) -> int:
+        """How many writes the next batch into PROVIDER takes, WRITING being in the batch
+        before it (see STORE_SIZED_REPLAY)."""
+        if not provider.capabilities.batch_writes:
+            return REPLAY_BATCH
+        if not provider.capabilities.commits_scan_store:
+            return BATCHED_REPLAY
+        held = self.store.records.count(provider.name) + writing
+        return min(max(BATCHED_REPLAY, held), STORE_SIZED_REPLAY)
 
     def _skip_changed_targets(
         self, provider: Provider, rows: list[OutboxRow], report: CycleReport

@@ -410,7 +410,12 @@ def verify_every_scope(
     from memsync.scopes.binding import ScopeBinder
     from memsync.scopes.cycle import known_scopes
     from memsync.scopes.discovery import discover_scopes
-    from memsync.scopes.model import fixed_keys, scoped_config_keys, wildcard_keys
+    from memsync.scopes.model import (
+        fixed_keys,
+        scoped_config_keys,
+        scoped_in_store,
+        wildcard_keys,
+    )
     from memsync.scopes.report import scope_noun
 
     keys = scoped_config_keys(config.providers)
@@ -435,6 +440,10 @@ def verify_every_scope(
                     report.unfound[name] = (
                         f"{name}: {len(found.scopes)} {noun} found, more may exist{why}"
                     )
+            elif scoped_in_store(entry):  # one mnem store, every scope: opened once, not per scope
+                base.open()
+                handles.callback(base.close)
+                scopes |= binder.discover_in_store(name)
         if database.exists():
             with StagingStore.open(database, create=False) as store:
                 scopes |= known_scopes(store, config)

@@ -50,11 +50,12 @@ def ops_for(store: StagingStore, rows: Sequence[OutboxRow]) -> dict[str, WriteOp
 def _attach_previous(
     store: StagingStore, rows: Sequence[OutboxRow], ops: dict[str, WriteOp]
 ) -> None:
-    """Give each update the record it replaces, as staged: no read before the write."""
+    """Give each update the record it replaces, and each delete the record it removes, as
+    staged: no read before the write."""
     wanted: dict[tuple[str, str], str] = {}
     for row in rows:
         op = ops.get(row.key)
-        if row.provider_id and op is not None and op.kind == WriteKind.UPDATE:
+        if row.provider_id and op is not None and op.kind != WriteKind.CREATE:
             wanted[(row.provider, row.provider_id)] = row.key
     if not wanted:
         return

@@ -1,7 +1,9 @@
 """mnem (Mnemosyne, version-controlled agent memory) as a provider: type ``mnem``.
 
 ``provider`` is the provider itself, built on ``handle`` (the one open Store, the SDK's errors
-as memsync's); ``convert`` maps nodes to records and back; ``listing`` pages full and delta
-listings; ``batch`` makes one ``write_many`` one commit; ``expiry`` forgets expired nodes with
-tombstone commits; ``on_demand`` is a store made on its first write.
+as memsync's); ``layouts`` says where a memory sits and what its content holds, ``convert``
+maps nodes to records and back through it; ``listing`` pages full and delta listings;
+``batch`` makes one ``write_many`` one commit; ``expiry`` forgets expired nodes with tombstone
+commits; ``dates`` dates agents' nodes by the commits that added them; ``on_demand`` is a
+store made on its first write; ``shared`` one store holding every scope, a namespace each.
 """

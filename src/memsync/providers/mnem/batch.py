@@ -8,6 +8,16 @@ a node memsync did not write for the same origin: an id collision with other con
 reported as ``NodeIdCollision``; ``update`` is the overwrite path. A failed batch is unstaged,
 and a memory written already expired, or one Dream retired, is forgotten right after (see
 ``expiry``).
+
+No op reads its node from mnem: in mnem 0.0.7 ``working_node`` costs time in proportion to the
+whole store, so a read per op made batches quadratic. What a node holds comes from the batch
+itself, from what the provider read or wrote during its hold on the store (``known``: after a
+full listing, every node), and for an update or a delete from the record the engine staged for
+it (``WriteOp.previous``, exact: memsync holds the store from its listing to its last write).
+A create of a node none of these knows is staged, and one ``diff`` of the staged batch against
+the head (one pass over the store, whatever the batch's size) tells which of them named a node
+that exists; those are decided as above before the commit, and unstaged when they must not be
+written.
 """
 
 from __future__ import annotations
@@ -15,13 +25,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 from memsync.errors import NotFound, ProviderError
+from memsync.faults import killed_inside
 from memsync.providers.base import WriteOp, WriteResult, require_content
 from memsync.providers.mnem.convert import (
     NodeSpec,
-    content_text,
     family_of,
     memsync_note,
     node_spec,
@@ -31,7 +42,8 @@ from memsync.providers.mnem.convert import (
 )
 from memsync.providers.mnem.expiry import forget_expired, forget_retired, forgotten_as_expired
 from memsync.providers.mnem.handle import AUTHOR, StoreHandle, detached
-from memsync.records import Outgoing, Record, content_hash, is_expired
+from memsync.providers.mnem.known import UNKNOWN, KnownNodes
+from memsync.records import Outgoing, Record, Skipped, is_expired
 
 log = logging.getLogger("memsync.mnem")
 
@@ -52,6 +64,7 @@ class Step:
     record: Record | None = None
     error: Exception | None = None
     family: str = ""
+    unverified: bool = False  # a create of a node nobody knew: checked by the batch's diff
 
 
 @dataclass
@@ -59,8 +72,9 @@ class BatchWrite:
     """The ops of one ``write_many`` call on an open store, planned and then applied."""
 
     handle: StoreHandle
+    known: KnownNodes = field(default_factory=KnownNodes)
     steps: list[Step] = field(default_factory=list)
-    view: dict[str, Any] = field(default_factory=dict)  # node id -> node or NodeSpec or None
+    view: dict[str, NodeSpec | None] = field(default_factory=dict)  # what this batch leaves
 
     def run(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
         """Plan every op, report those that failed planning, then stage and commit the rest."""
@@ -84,15 +98,34 @@ class BatchWrite:
         return Step(op, "error", error=error)
 
     def _current(self, node_id: str) -> Any:
-        if node_id not in self.view:
-            self.view[node_id] = self.handle.sdk_call(
-                f"read node {node_id!r}", lambda: self.handle.store.working_node(node_id)
-            )
-        return self.view[node_id]
+        """What the node holds now: a NodeSpec this batch staged, a Record or Skipped as read
+        this hold, None when absent, or UNKNOWN. Never a read from the store."""
+        if node_id in self.view:
+            return self.view[node_id]
+        return self.known.get(node_id)
+
+    def _staged_or_read(self, op: WriteOp, node_id: str) -> tuple[Any, bool]:
+        """For an update or a delete of a node this hold has not seen: the record the engine
+        staged for it, else (an odd caller's op) the node itself, read once; and whether that
+        is exactly what the node holds. A staged record says the node is there, but not always
+        how it reads: the mirror keeps an agent's rewrite under the version it replaced until
+        memsync writes it back, and keeps memories whose expiry memsync tombstoned."""
+        previous = op.previous
+        if previous is not None and previous.id == node_id:
+            return previous, False
+        return self._read(node_id), True
 
     def _plan_create(self, op: WriteOp, item: Outgoing) -> Step:
-        spec = node_spec(item)
+        spec = node_spec(item, layout=self.handle.layout)
         current = self._current(spec.id)
+        if current is UNKNOWN:
+            step = self._stage_add(op, spec, "added", family_of(item.origin))
+            step.unverified = True
+            return step
+        return self._create_over(op, item, spec, current)
+
+    def _create_over(self, op: WriteOp, item: Outgoing, spec: NodeSpec, current: Any) -> Step:
+        """A create of SPEC where the store holds CURRENT (None: nothing there)."""
         family = family_of(item.origin)
         if current is None:
             return self._stage_add(op, spec, "added", family)
@@ -100,11 +133,10 @@ class BatchWrite:
             return Step(op, "none", spec.id, spec=spec, record=self._record(spec))
         if written_for(current, item.origin):
             return self._stage_add(op, spec, "updated", family)
-        existing = current.as_node(self.handle.sdk) if isinstance(current, NodeSpec) else current
-        text, _ = content_text(existing.content)
-        if content_hash(text) == item.content_hash:  # the same memory already there: adopt it
-            record = record_from_node(existing, self.handle.scope_key())
-            return Step(op, "none", spec.id, record=record if isinstance(record, Record) else None)
+        if isinstance(current, NodeSpec):
+            current = self._record(current)
+        if isinstance(current, Record) and current.content_hash == item.content_hash:
+            return Step(op, "none", spec.id, record=current)  # the same memory there: adopt it
         raise NodeIdCollision(
             f"{self.handle.name}: node {spec.id!r} already exists in {self.handle.path} with "
             "other content that memsync did not write; it is never overwritten: forget or "
@@ -113,30 +145,41 @@ class BatchWrite:
 
     def _plan_update(self, op: WriteOp, item: Outgoing) -> Step:
         node_id = op.provider_id or ""
-        current = self._current(node_id)
-        spec = node_spec(item, node_id=node_id)
+        current, exact = self._current(node_id), True
+        if current is UNKNOWN:
+            current, exact = self._staged_or_read(op, node_id)
+        spec = node_spec(item, node_id=node_id, layout=self.handle.layout)
         if current is None and forgotten_as_expired(self.handle, node_id):
             # memsync tombstoned it when its date passed: the update (date cleared or moved)
             # brings it back, with history holding both.
             return self._stage_add(op, spec, "updated", family_of(item.origin))
         if current is None:
             raise NotFound(f"{self.handle.name}: no node {node_id!r} in {self.handle.path}")
-        if identity_of(current) == spec.identity():
+        if exact and identity_of(current) == spec.identity():
             return Step(op, "none", node_id, spec=spec, record=self._record(spec))
         return self._stage_add(op, spec, "updated", family_of(item.origin))
 
     def _plan_delete(self, op: WriteOp) -> Step:
         node_id = op.provider_id or ""
         current = self._current(node_id)
+        if current is UNKNOWN:
+            current, _ = self._staged_or_read(op, node_id)
         if current is None:
             return Step(op, "none", node_id)
         self.view[node_id] = None
-        origin = (
-            current.origin
-            if isinstance(current, NodeSpec)
-            else origin_for(node_id, (memsync_note(current) or {}).get("origin"))
+        origin = current.origin if isinstance(current, NodeSpec | Record) else None
+        family = family_of(origin or origin_for(node_id))
+        return Step(op, "rm", node_id, counted="forgotten", family=family)
+
+    def _read(self, node_id: str) -> Record | Skipped | None:
+        node = self.handle.sdk_call(
+            f"read node {node_id!r}", lambda: self.handle.store.working_node(node_id)
         )
-        return Step(op, "rm", node_id, counted="forgotten", family=family_of(origin))
+        return (
+            None
+            if node is None
+            else record_from_node(node, self.handle.scope_key(), self.handle.layout)
+        )
 
     def _stage_add(
         self,
@@ -150,39 +193,53 @@ class BatchWrite:
         return Step(op, "add", spec.id, spec=spec, counted=counted, family=family, record=record)
 
     def _record(self, spec: NodeSpec) -> Record:
-        record = record_from_node(spec.as_node(self.handle.sdk), self.handle.scope_key())
+        record = record_from_node(
+            spec.as_node(self.handle.sdk), self.handle.scope_key(), self.handle.layout
+        )
         assert isinstance(record, Record)  # require_content ran before any spec was made
         return record
 
     def _apply(self) -> Iterator[WriteResult]:
-        writes = [s for s in self.steps if s.action in ("add", "rm")]
         touched: list[str] = []
         failure: ProviderError | None = None
         try:
-            for step in writes:
-                touched.append(step.node_id)
-                self._stage(step)
+            written = [s.node_id for s in self.steps if s.action in ("add", "rm")]
+            if written:
+                self.handle.note_batch(written)  # a kill from here on leaves it recognisable
+            for step in self.steps:
+                if step.action in ("add", "rm"):
+                    touched.append(step.node_id)
+                    self._stage(step)
+            self._verify_unknown_creates()
+            writes = [s for s in self.steps if s.action in ("add", "rm")]
             if self.handle.sdk_call(
                 "read staging",
                 lambda: bool(self.handle.store.staged() or self.handle.store.staged_deletions()),
             ):
-                self.handle.sdk_call(
-                    "commit the batch",
-                    lambda: self.handle.store.commit(commit_message(writes), author=AUTHOR),
-                )
+                with killed_inside("mnem:commit"):
+                    self.handle.sdk_call(
+                        "commit the batch",
+                        lambda: self.handle.store.commit(commit_message(writes), author=AUTHOR),
+                    )
         except ProviderError as exc:
             failure = detached(exc)
         if failure is not None:
-            self.handle.unstage(touched)
+            if self.handle.unstage(touched):
+                self.handle.in_flight.clear()
         else:
+            self.handle.in_flight.clear()
+            self._remember_written()
             expired = [
                 s.node_id
-                for s in writes
-                if s.spec is not None and is_expired(s.spec.expiration_date)
+                for s in self.steps
+                if s.action == "add" and s.spec is not None and is_expired(s.spec.expiration_date)
             ]
+            retired = self._retired(set(expired))
             try:
                 forget_expired(self.handle, expired)  # written (history has it), then tombstoned
-                forget_retired(self.handle, self._retired(set(expired)))
+                self.known.gone(expired)
+                forget_retired(self.handle, retired)
+                self.known.gone(retired)
             except ProviderError as exc:
                 log.warning("%s; the sweep of the next day forgets them", exc)
         for step in self.steps:
@@ -192,6 +249,48 @@ class BatchWrite:
                 yield WriteResult(step.op, record=step.record)
             elif step.action == "rm":
                 yield WriteResult(step.op)
+            elif step.action == "error" and step.unverified:
+                yield WriteResult(step.op, error=step.error)  # found out by the batch's diff
+
+    def _verify_unknown_creates(self) -> None:
+        """Creates of nodes nobody knew are staged by now: one diff of the staged batch
+        against the head names those that replace a node, each then decided as a create over
+        that node is (see ``_create_over``), and unstaged unless it may be written."""
+        unverified = {s.node_id: s for s in self.steps if s.unverified and s.action == "add"}
+        if not unverified:
+            return
+        changes = self.handle.sdk_call("diff the batch", lambda: self.handle.store.diff())
+        changed = {change.id for change in changes}
+        for node_id, same in unverified.items():
+            if node_id not in changed:  # the very node is there already: nothing to write
+                self.handle.sdk_call(
+                    f"unstage node {node_id!r}", partial(self.handle.store.unstage, node_id)
+                )
+                same.action, same.counted, same.unverified = "none", "", False
+        for change in changes:
+            step = unverified.get(change.id)
+            if step is None or change.kind != "modified" or change.old is None:
+                continue
+            assert step.op.item is not None and step.spec is not None
+            existing = record_from_node(change.old, self.handle.scope_key(), self.handle.layout)
+            try:
+                decided = self._create_over(step.op, step.op.item, step.spec, existing)
+            except NodeIdCollision as exc:
+                decided = Step(step.op, "error", step.node_id, error=detached(exc))
+            if decided.action != "add":
+                self.view.pop(step.node_id, None)
+                self.handle.sdk_call(
+                    f"unstage node {step.node_id!r}",
+                    partial(self.handle.store.unstage, step.node_id),
+                )
+            step.action, step.counted = decided.action, decided.counted
+            step.record, step.error = decided.record, decided.error
+            step.unverified = decided.action == "error"
+
+    def _remember_written(self) -> None:
+        """What this batch committed is what the store now holds: known for the next batch."""
+        self.known.learn(s.record for s in self.steps if s.action == "add" and s.record)
+        self.known.gone(s.node_id for s in self.steps if s.action == "rm")
 
     def _retired(self, forgotten: set[str]) -> list[str]:
         """Nodes this batch wrote (or found as written) for memories Dream retired, still
@@ -206,12 +305,22 @@ class BatchWrite:
             if spec.retired and node_id not in forgotten and self.view.get(node_id) is not None
         ]
 
+    def _rm(self, node_id: str) -> bool:
+        """Stage a node's removal; False when there was no such node (a staged record of a
+        node memsync's expiry tombstoned, say): a delete of what is gone is no error."""
+        try:
+            self.handle.store.rm(node_id)
+        except self.handle.sdk.InvalidRefError:
+            return False
+        return True
+
     def _stage(self, step: Step) -> None:
         spec = step.spec
         if spec is None:
-            self.handle.sdk_call(
-                f"forget node {step.node_id!r}", lambda: self.handle.store.rm(step.node_id)
-            )
+            if not self.handle.sdk_call(
+                f"forget node {step.node_id!r}", lambda: self._rm(step.node_id)
+            ):
+                step.action, step.counted = "none", ""  # gone already: nothing to forget
             return
         self.handle.sdk_call(
             f"stage node {spec.id!r}",
@@ -226,14 +335,25 @@ class BatchWrite:
         )
 
 
-def identity_of(current: Any) -> str:
-    return current.identity() if isinstance(current, NodeSpec) else node_version(current)
+def identity_of(current: Any) -> str | None:
+    """The version token of what a node holds (a staged NodeSpec, a Record, an SDK node)."""
+    if isinstance(current, NodeSpec):
+        return current.identity()
+    if isinstance(current, Record):
+        return current.version
+    if isinstance(current, Skipped):
+        return None
+    return node_version(current)
 
 
 def written_for(current: Any, origin: str) -> bool:
     """Whether memsync wrote this node (or is writing it in this batch) for that origin."""
     if isinstance(current, NodeSpec):
         return current.origin == origin
+    if isinstance(current, Record):
+        return not current.detached and current.origin == origin
+    if isinstance(current, Skipped):
+        return False
     note = memsync_note(current)
     return note is not None and note.get("origin") == origin
 

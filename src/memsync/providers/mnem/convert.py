@@ -5,17 +5,25 @@
   A node memsync did not write has origin ``mnem:{id}``, unless its id already carries an
   import family prefix (``mem0:``, ``pmm:``, ``hindsight:``, ``cognee:``), as a future SDK
   ``import_mem0`` would write it.
-- **Content.** Text is stored as a JSON string with ``content_kind = "note"``. A node whose
-  content is not a string (native agents may store any JSON value) is carried as its
-  canonical JSON text (sorted keys, no spaces) and marked ``provenance["mnem_content"] =
-  "json"``, so writing it back restores the JSON value; a ``claim`` node is marked
-  ``provenance["mnem_content_kind"] = "claim"``. Null, empty text and empty containers are
-  skipped as empty content.
+- **Content.** Where a memory sits and what its content holds is the provider's layout
+  (``layouts``): by default the node id above and the text as a JSON string with
+  ``content_kind = "note"``; a LangGraph layout places it at namespace + key as a dict value. A
+  memory-shaped dict (``{"content": text}``, ``{"kind": ..., "content": {"content": text}}``)
+  is read as its text, its other top-level keys as metadata, its ``_meta`` as provenance, and
+  ``provenance["mnem_value"]`` says how to build it again. Any other non-string content (native
+  agents may store any JSON value) is carried as its canonical JSON text (sorted keys, no
+  spaces) and marked ``provenance["mnem_content"] = "json"``, so writing it back restores the
+  JSON value; a ``claim`` node is marked ``provenance["mnem_content_kind"] = "claim"``. Null,
+  empty text and empty containers are skipped as empty content.
 - **Provenance.** mnem has five provenance fields and no metadata. ``source`` (Mem0's
   ``actor_id``, else ``role``), ``agent_step``, ``observation`` and ``tool_call`` are written
   to mnem's own fields. Everything else lives in ``provenance.note`` as one JSON object,
   ``{"memsync": 1, "origin", "metadata", "provenance", "created_at"}``: the user's
-  metadata, the remaining provenance (a native note among it), and ``created_at`` verbatim.
+  metadata (in a dict value only the keys its top level cannot hold: ``content``, ``kind``,
+  ``_meta``), the remaining provenance (a native note among it), and ``created_at`` verbatim.
+  In a dict value the note also sits in ``_meta.note``, with mnem's native fields as
+  ``mnem-langgraph`` writes them (``source``, ``step``, ``observation``, ``tool_call``), so a
+  LangGraph agent's read-modify-write keeps it.
   ``created_at`` is also ``event_time`` (Unix ms); on reading, the verbatim string wins while
   it still names the same millisecond, so offsets and microseconds survive the round trip.
   A memory's ``expiration_date`` (mnem has none) lives in the note too, and so do Dream's
@@ -48,6 +56,16 @@ from typing import Any, Literal
 
 from memsync.dream import Dream
 from memsync.errors import ProviderError
+from memsync.providers.mnem.layouts import (
+    MEM0,
+    META_FIELDS,
+    VALUE_KEY,
+    Layout,
+    build_value,
+    meta_of,
+    read_value,
+    reserved_keys,
+)
 from memsync.records import (
     Outgoing,
     Record,
@@ -71,8 +89,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def node_id_for(origin: str) -> str:
-    """The node id a logical memory gets: its origin key, or X for a memory from mnem (mnem:X)."""
-    return origin[len("mnem:") :] if origin.startswith("mnem:") else origin
+    """The node id a logical memory gets by default: its origin key, or X for a memory from
+    mnem (mnem:X); a provider's layout may place it elsewhere (``layouts``)."""
+    return MEM0.node_id(origin)
 
 
 def origin_for(node_id: str, written_origin: str | None = None) -> str:
@@ -174,6 +193,10 @@ def node_version(node: Any) -> str:
     """The version token of a node: sha256 of its canonical JSON (changes with its object id),
     prefixed ``bare-`` when the node holds no memsync note, so the mirror can tell later
     whether the version it staged carried memsync's fields (see "Agent rewrites")."""
+    return _version(node, noted=memsync_note(node) is not None)
+
+
+def _version(node: Any, *, noted: bool) -> str:
     identity = _node_identity(
         node.id,
         node.content,
@@ -181,13 +204,16 @@ def node_version(node: Any) -> str:
         _provenance_fields(node.provenance),
         node.event_time,
     )
-    return identity if memsync_note(node) is not None else BARE_VERSION + identity
+    return identity if noted else BARE_VERSION + identity
 
 
-def node_spec(item: Outgoing, node_id: str | None = None) -> NodeSpec:
-    """The node for an outgoing memory (its id from the origin unless given)."""
+def node_spec(item: Outgoing, node_id: str | None = None, layout: Layout = MEM0) -> NodeSpec:
+    """The node for an outgoing memory (its id from the layout unless given)."""
     provenance = {k: v for k, v in item.provenance.items() if v is not None}
     as_json = provenance.pop(CONTENT_JSON_KEY, None) == "json"
+    envelope = provenance.pop(VALUE_KEY, None)
+    if not isinstance(envelope, dict):
+        envelope = None
     kind = provenance.pop(CONTENT_KIND_KEY, "note")
     if kind not in ("note", "claim"):
         provenance[CONTENT_KIND_KEY] = kind
@@ -196,28 +222,45 @@ def node_spec(item: Outgoing, node_id: str | None = None) -> NodeSpec:
     for name in NATIVE_FIELDS:
         if isinstance(provenance.get(name), str):
             native[name] = provenance.pop(name)
+    json_value: Any = None
+    if as_json:  # back to the JSON value it was; text that is no longer JSON is a memory's text
+        json_value = _json_value(item.content, default=None)
+    shape = str((envelope or {}).get("shape") or layout.default_shape)
+    if json_value is not None and not isinstance(json_value, str):
+        shape = "json"
+    elif shape not in ("text", "content", "kind"):
+        shape = layout.default_shape
+    reserved = reserved_keys(shape)
+    dict_value = shape in ("content", "kind")
+    top = {k: v for k, v in item.metadata.items() if dict_value and k not in reserved}
     note: dict[str, Any] = {
         NOTE_MARK: NOTE_VERSION,
         "origin": item.origin,
-        "metadata": dict(item.metadata),
+        "metadata": {k: v for k, v in item.metadata.items() if k not in top},
         "provenance": provenance,
     }
     if item.created_at is not None:
         note["created_at"] = item.created_at
     if item.expiration_date:
         note["expiration_date"] = item.expiration_date
-    content: Any = item.content
-    if as_json:  # back to the JSON value it was; text that is no longer JSON stays text
-        value = _json_value(item.content, default=item.content)
-        content = item.content if isinstance(value, str) else value
-    target = node_id if node_id is not None else node_id_for(item.origin)
+    note_text = canonical_json(note)
+    content: Any
+    if shape == "json":
+        content = json_value
+    else:
+        meta = {key: native[name] for key, name in META_FIELDS.items() if native.get(name)}
+        content = build_value(shape, item.content, top, envelope, {**meta, "note": note_text})
+    try:
+        target = node_id if node_id is not None else layout.node_id(item.origin)
+    except ValueError as exc:
+        raise ProviderError(f"origin {item.origin!r}: {exc}") from None
     if not target:
         raise ProviderError(f"origin {item.origin!r} names no mnem node id")
     return NodeSpec(
         id=target,
         content=content,
         content_kind="claim" if kind == "claim" else "note",
-        provenance={**native, "note": canonical_json(note)},
+        provenance={**native, "note": note_text},
         event_time=to_ms(item.created_at),
         origin=item.origin,
         expiration_date=item.expiration_date or None,
@@ -236,8 +279,12 @@ def _json_value(text: str, default: Any) -> Any:
 
 
 def memsync_note(node: Any) -> dict[str, Any] | None:
-    """The JSON object memsync keeps in provenance.note, or None for a node it did not write."""
-    raw = node.provenance.note
+    """The JSON object memsync keeps in provenance.note (or, in a dict value, in
+    ``_meta.note``), or None for a node it did not write."""
+    return _note_in(node.provenance.note) or _note_in(meta_of(node.content).get("note"))
+
+
+def _note_in(raw: Any) -> dict[str, Any] | None:
     if not isinstance(raw, str) or not raw.startswith("{"):
         return None
     try:
@@ -250,17 +297,16 @@ def memsync_note(node: Any) -> dict[str, Any] | None:
 
 
 def content_text(content: Any) -> tuple[str, bool]:
-    """A node's content as text, and whether it was a JSON value rather than a string."""
-    if isinstance(content, str):
-        return content, False
-    if content is None or content == {} or content == []:
-        return "", False
-    return canonical_json(content), True
+    """A node's content as the memory's text (a memory-shaped dict's text, see ``layouts``),
+    and whether it was carried as a JSON value rather than text."""
+    value = read_value(content)
+    return value.text, value.as_json
 
 
-def record_from_node(node: Any, scope_key: str) -> Record | Skipped:
+def record_from_node(node: Any, scope_key: str, layout: Layout = MEM0) -> Record | Skipped:
     """A node as a memsync Record, or Skipped (by node id) when it holds no content."""
-    text, as_json = content_text(node.content)
+    value = read_value(node.content, layout.default_shape)
+    text = value.text
     if is_blank(text):
         return Skipped(node.id, EMPTY_REASON)
     note = memsync_note(node)
@@ -271,12 +317,21 @@ def record_from_node(node: Any, scope_key: str) -> Record | Skipped:
         metadata = dict(note.get("metadata") or {})
     elif node.provenance.note is not None:
         provenance["note"] = node.provenance.note
-    for name in NATIVE_FIELDS:
-        value = getattr(node.provenance, name)
-        if value is not None:
-            provenance[name] = value
-    if as_json:
+    elif isinstance(value.meta.get("note"), str):
+        provenance["note"] = value.meta["note"]
+    metadata.update(value.metadata)
+    for key, name in META_FIELDS.items():
+        if name == "note":
+            continue
+        found = getattr(node.provenance, name)
+        if found is None and isinstance(value.meta.get(key), str):
+            found = value.meta[key]
+        if found is not None:
+            provenance[name] = found
+    if value.as_json:
         provenance[CONTENT_JSON_KEY] = "json"
+    if value.envelope is not None:
+        provenance[VALUE_KEY] = value.envelope
     if node.content_kind != "note":
         provenance[CONTENT_KIND_KEY] = node.content_kind
     return Record(
@@ -286,7 +341,7 @@ def record_from_node(node: Any, scope_key: str) -> Record | Skipped:
         scope_key=scope_key,
         created_at=_created_at(note.get("created_at") if note else None, node.event_time),
         updated_at=None,
-        version=node_version(node),
+        version=_version(node, noted=note is not None),  # the note parsed once, not twice
         provenance=provenance,
         origin=origin_for(node.id, note.get("origin") if note else None),
         expiration_date=_str_or_none(note.get("expiration_date")) if note else None,

@@ -28,7 +28,7 @@ from memsync.providers.mnem.handle import AUTHOR, StoreHandle
 from memsync.records import Record
 
 EXPIRED_COMMIT = "memsync: forgot"  # how an expiry (or Dream) tombstone commit's message starts
-_SWEPT: dict[str, date] = {}  # store identity -> the UTC day its expired nodes were forgotten
+_SWEPT: dict[str, date] = {}  # store path -> the UTC day its expired nodes were forgotten
 
 
 def sweep_expired_daily(handle: StoreHandle) -> None:
@@ -36,7 +36,8 @@ def sweep_expired_daily(handle: StoreHandle) -> None:
     a UTC day per store and process (a scan of working memory), never with another writer's
     changes staged."""
     today = records.utc_clock().date()
-    if handle._foreign_staging or _SWEPT.get(handle.identity()) == today:
+    store = str(handle.path.expanduser().resolve())  # one sweep a day for every scope it holds
+    if handle._foreign_staging or _SWEPT.get(store) == today:
         return
     nodes = handle.sdk_call("read working memory", lambda: handle.store.working_memory())
     expired = {node_id for node_id, node in nodes.items() if expired_in_note(node)}
@@ -44,7 +45,7 @@ def sweep_expired_daily(handle: StoreHandle) -> None:
     forget_retired(
         handle, [n for n, node in nodes.items() if n not in expired and retired_in_note(node)]
     )
-    _SWEPT[handle.identity()] = today
+    _SWEPT[store] = today
 
 
 def forget_expired(handle: StoreHandle, node_ids: list[str]) -> None:
@@ -64,6 +65,7 @@ def forget_retired(handle: StoreHandle, node_ids: list[str]) -> None:
 def _forget(handle: StoreHandle, node_ids: list[str], why: str) -> None:
     if not node_ids:
         return
+    handle.note_batch(node_ids)
     try:
         for node_id in node_ids:
             handle.sdk_call(f"forget node {node_id!r}", partial(handle.store.rm, node_id))
@@ -72,8 +74,10 @@ def _forget(handle: StoreHandle, node_ids: list[str], why: str) -> None:
             lambda: handle.store.commit(f"{EXPIRED_COMMIT} {len(node_ids)} {why}", author=AUTHOR),
         )
     except ProviderError:
-        handle.unstage(node_ids)
+        if handle.unstage(node_ids):
+            handle.in_flight.clear()
         raise
+    handle.in_flight.clear()
 
 
 def forgotten_as_expired(handle: StoreHandle, node_id: str) -> bool:
@@ -98,7 +102,7 @@ def hidden_records(handle: StoreHandle) -> list[Record]:
         )
         for change in changes:
             if change.kind == "removed" and change.old is not None:
-                record = record_from_node(change.old, handle.scope_key())
+                record = record_from_node(change.old, handle.scope_key(), handle.layout)
                 if isinstance(record, Record):
                     hidden[change.id] = record
     if not hidden:

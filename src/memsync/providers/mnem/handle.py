@@ -11,7 +11,8 @@ and ``commit``, or staged and has not committed yet). mnem's staging is shared o
 any commit sweeps it in, so memsync neither commits nor discards them: it keeps reading
 committed history, and refuses to write (``StagedChangesPresent``) until they are committed
 or unstaged by whoever owns them. memsync unstages its own half-staged batch when a write
-fails, so it never leaves such leftovers itself (short of being killed mid-batch).
+fails; a batch it was killed in the middle of is noted (``in_flight``), and unstaged at the
+next open when nobody else staged anything since.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ from memsync.errors import (
 )
 from memsync.providers.base import Provider
 from memsync.providers.mnem.holder import store_holder
+from memsync.providers.mnem.in_flight import InFlight
+from memsync.providers.mnem.layouts import MEM0, Layout
 
 log = logging.getLogger("memsync.mnem")
 
@@ -83,6 +86,8 @@ class StoreHandle(Provider):
     """A mnem provider's store at ``path`` (the directory holding ``.mnem``): opening it,
     closing it, and every SDK call on it with the SDK's errors as memsync's typed errors."""
 
+    layout: Layout = MEM0  # where memories sit in the store, and their shape (``layouts``)
+
     def __init__(
         self,
         name: str,
@@ -95,6 +100,7 @@ class StoreHandle(Provider):
     ) -> None:
         super().__init__(name)
         self.path = Path(path)
+        self._resolved: Path | None = None
         self.branch = branch
         self._scope_key = scope_key
         self.busy_timeout = busy_timeout
@@ -102,6 +108,7 @@ class StoreHandle(Provider):
         self._store: Any = None
         self._owns_store = True
         self._foreign_staging: list[str] = []
+        self._in_flight: InFlight | None = None
 
     @classmethod
     def attached(cls, store: Any, *, name: str = "mnem", sdk: ModuleType | None = None) -> Self:
@@ -115,11 +122,17 @@ class StoreHandle(Provider):
     # identity ---------------------------------------------------------------------------
 
     def identity(self) -> str:
-        where = self.path.expanduser().resolve()
-        return f"mnem:{where}" + (f"@{self.branch}" if self.branch else "")
+        return f"mnem:{self._where()}" + (f"@{self.branch}" if self.branch else "")
 
     def scope_key(self) -> str:
-        return self._scope_key or self.path.expanduser().resolve().name
+        return self._scope_key or self._where().name
+
+    def _where(self) -> Path:
+        """The store's directory, resolved once: every record read or written names its scope,
+        and resolving a path asks the file system for each of its parts."""
+        if self._resolved is None:
+            self._resolved = self.path.expanduser().resolve()
+        return self._resolved
 
     # lifecycle ----------------------------------------------------------------------------
 
@@ -172,8 +185,9 @@ class StoreHandle(Provider):
                 error = TransientProviderError(f"{self.name}: cannot open {self.path}: {exc}")
         except sdk.NoStoreError:
             error = ProviderError(
-                f"{self.name}: no mnem store at {self.path}; create one with "
-                f"python -c \"import mnem; mnem.init('{self.path}')\" or fix "
+                f"{self.name}: no mnem store at {self.path}; set create = true in "
+                f"providers.{self.name} to make it on the first write, create one with "
+                f"python -c \"import mnem; mnem.init('{self.path}')\", or fix "
                 f"providers.{self.name}.path"
             )
         except sdk.MnemError as exc:
@@ -198,13 +212,30 @@ class StoreHandle(Provider):
             )
         return None
 
+    @property
+    def in_flight(self) -> InFlight:
+        """The note of the batch memsync is staging into this store (see ``in_flight``)."""
+        if self._in_flight is None:
+            self._in_flight = InFlight(self.identity())
+        return self._in_flight
+
     def _note_foreign_staging(self) -> None:
-        pending = self.sdk_call(
-            "read staging",
-            lambda: (
-                {node_id for node_id, _ in self.store.staged()} | set(self.store.staged_deletions())
-            ),
-        )
+        pending = self._staged_ids()
+        noted = self.in_flight.noted()
+        if pending and noted is not None and pending <= noted:
+            log.warning(
+                "%s: %d change(s) memsync staged in %s were never committed (memsync was "
+                "stopped in the middle of a batch); unstaged, they are written again from "
+                "memsync's outbox",
+                self.name,
+                len(pending),
+                self.path,
+            )
+            if self.unstage(sorted(pending)):
+                self.in_flight.clear()
+            pending = self._staged_ids()
+        elif not pending and noted is not None:
+            self.in_flight.clear()  # committed after all (memsync stopped after its commit)
         self._foreign_staging = sorted(pending)
         if pending:
             log.warning(
@@ -250,14 +281,36 @@ class StoreHandle(Provider):
             return None
         return head
 
-    # reads ------------------------------------------------------------------------------------
-    def unstage(self, node_ids: list[str]) -> None:
-        """Leave staging as memsync found it (clean) after a failed batch."""
+    def _staged_ids(self) -> set[str]:
+        staged: set[str] = self.sdk_call(
+            "read staging",
+            lambda: (
+                {node_id for node_id, _ in self.store.staged()} | set(self.store.staged_deletions())
+            ),
+        )
+        return staged
+
+    def unstage(self, node_ids: list[str]) -> bool:
+        """Leave staging as memsync found it (clean) after a failed batch; False if some
+        change could not be unstaged (logged; the batch's note then stays for the next open)."""
+        clean = True
         for node_id in node_ids:
             try:
                 self.sdk_call(f"unstage {node_id!r}", partial(self._unstage_one, node_id))
             except ProviderError as exc:
                 log.error("%s after a failed batch", exc)
+                clean = False
+        return clean
+
+    def note_batch(self, node_ids: list[str]) -> None:
+        """Say durably which nodes memsync is about to stage, before it stages any."""
+        try:
+            self.in_flight.note(node_ids)
+        except OSError as exc:
+            raise ProviderError(
+                f"{self.name}: cannot note the batch about to be written in "
+                f"{self.in_flight.path} ({exc.strerror or exc}); nothing was written"
+            ) from None
 
     def _unstage_one(self, node_id: str) -> bool:
         return bool(self.store.unstage(node_id))

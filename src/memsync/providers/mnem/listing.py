@@ -80,8 +80,8 @@ def added_then_removed(store: Any, cursor: str, changes: list[Any]) -> list[Vani
     for commit in commits:
         if commit.author != AUTHOR:
             continue
-        diff = store.diff(commit.parents[0], commit.id)
-        touched.update(change.id for change in diff if change.kind != "removed")
+        changed = store.changed_by(commit.id)  # against its parent: cheaper than a diff
+        touched.update(node_id for node_id, kind in changed.items() if kind != "removed")
     return [
         Vanished(node_id)
         for node_id in sorted(touched - listed)

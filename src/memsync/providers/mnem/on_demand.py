@@ -81,6 +81,11 @@ class OnDemandMnemProvider(MnemProvider):
             return None
         return super().get(provider_id)
 
+    def hidden_records(self) -> list[Record]:
+        if self._absent:
+            return []
+        return super().hidden_records()
+
     def write_many(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
         if self._absent and ops:
             try:
@@ -104,6 +109,7 @@ class OnDemandMnemProvider(MnemProvider):
             self._owns_store = True
             self._absent = False
             self._foreign_staging = []
+            self.known.everything([])  # a new store: every node it holds is known (none)
             return
         gc.collect()
         raise error

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from memsync.config import Config, MnemConfig
+from memsync.config import SCOPE_KEYS, WILDCARD, Config, MnemConfig
 from memsync.errors import ProviderUnavailable
 from memsync.providers.base import Capabilities, Listing, Page, WriteOp, WriteResult
 from memsync.providers.mnem.batch import BatchWrite
@@ -23,8 +23,11 @@ from memsync.providers.mnem.convert import (
     NATIVE_FIELDS,
     record_from_node,
 )
+from memsync.providers.mnem.dates import CommitDates
 from memsync.providers.mnem.expiry import forget_expired, hidden_records, sweep_expired_daily
 from memsync.providers.mnem.handle import StagedChangesPresent, StoreHandle, load_sdk
+from memsync.providers.mnem.known import KnownNodes
+from memsync.providers.mnem.layouts import MEM0, VALUE_KEY, layout_from_config
 from memsync.providers.mnem.listing import MnemListing, added_then_removed, paged
 from memsync.records import Outgoing, Record, Skipped
 
@@ -37,24 +40,51 @@ class MnemProvider(StoreHandle):
     type = "mnem"
     family = "mnem"
     capabilities = Capabilities(
-        incremental=True, client_ids=True, batch_writes=True, timestamps=True
+        incremental=True,
+        client_ids=True,
+        batch_writes=True,
+        timestamps=True,
+        commits_scan_store=True,
     )
 
-    native_provenance = frozenset({*NATIVE_FIELDS, "note", CONTENT_JSON_KEY, CONTENT_KIND_KEY})
+    native_provenance = frozenset(
+        {*NATIVE_FIELDS, "note", CONTENT_JSON_KEY, CONTENT_KIND_KEY, VALUE_KEY}
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.known = KnownNodes()  # what this hold read or wrote: writes ask it, not mnem
 
     def version_detached(self, version: str | None) -> bool:
         return version is not None and version.startswith(BARE_VERSION)
 
+    def open(self) -> None:
+        if self._store is None:
+            self.known = KnownNodes()
+        super().open()
+
     # reads ------------------------------------------------------------------------------------
+
+    def identity(self) -> str:
+        return super().identity() + self.layout.identity()
 
     def check(self) -> str:
         head = self.sdk_call("read the head commit", lambda: self.store.head_commit())
-        nodes = self._committed_nodes(head)
-        excluded = sum(1 for n in nodes.values() if self.exclusion.covers(n.id, n.content_kind))
+        every = self._committed_nodes(head)
+        nodes = [n for n in every.values() if not self.layout.outside(n.id)]
+        outside = len(every) - len(nodes)
+        excluded = sum(1 for n in nodes if self.exclusion.covers(n.id, n.content_kind))
         where = f"at commit {head[:12]}" if head else "(no commit yet)"
         found = f"reachable, {len(nodes) - excluded} memories {where}"
+        namespaces = self.layout.namespaces([n.id for n in nodes])
+        if namespaces is not None:
+            found = found.replace(" memories ", f" memories in {namespaces} namespace(s) ")
+        if self.layout is not MEM0:
+            found += f", layout {self.layout.describe()}"
         if excluded:
             found += f" ({excluded} more excluded: {self.exclusion.describe()})"
+        if outside:
+            found += f"; {outside} node(s) outside the layout's namespaces: not memsync's to sync"
         if self._foreign_staging:
             found += (
                 f"; {len(self._foreign_staging)} uncommitted change(s) staged by another writer: "
@@ -64,18 +94,27 @@ class MnemProvider(StoreHandle):
 
     def listing(self, cursor: str | None = None) -> Listing:
         sweep_expired_daily(self)
-        head = self.sdk_call("read the head commit", lambda: self.store.head_commit())
+        head = self._listed_head()
         if cursor is not None and cursor == head:
             return MnemListing("incremental", head, lambda listing: iter(()))
         if cursor is not None and head is not None:
-            changes = self.sdk_call(
-                f"diff {cursor[:12]}..{head[:12]}", lambda: self._diff_or_none(cursor, head)
-            )
+            changes = self._changes_since(cursor, head)
             if changes is not None:
                 return MnemListing(
                     "incremental", head, lambda listing: self._delta(listing, changes)
                 )
-        return MnemListing("full", head, lambda listing: self._full(head))
+        return MnemListing("full", head, lambda listing: self._full(listing, head))
+
+    def _listed_head(self) -> str | None:
+        """The commit a listing reads (and its cursor): the head."""
+        head: str | None = self.sdk_call("read the head commit", lambda: self.store.head_commit())
+        return head
+
+    def _changes_since(self, cursor: str, head: str) -> list[Any] | None:
+        """What changed from CURSOR to HEAD; None when the store does not know the cursor."""
+        return self.sdk_call(
+            f"diff {cursor[:12]}..{head[:12]}", lambda: self._diff_or_none(cursor, head)
+        )
 
     def _diff_or_none(self, cursor: str, head: str) -> list[Any] | None:
         try:
@@ -91,19 +130,45 @@ class MnemProvider(StoreHandle):
         return changes + added_then_removed(self.store, cursor, changes)
 
     def _delta(self, listing: Listing, changes: list[Any]) -> Iterator[Page]:
-        scope = self.scope_key()
+        scope, layout = self.scope_key(), self.layout
         items: list[Record | Skipped] = []
+        listing.outside_change = self._outside_change(changes)
         for change in changes:
+            if not layout.holds(change.id):
+                continue
             if change.kind == "removed":
                 listing.removed.append(change.id)
             else:
-                items.append(record_from_node(change.new, scope))
+                items.append(record_from_node(change.new, scope, layout))
+        self.known.gone(listing.removed)
+        self.known.learn(items)
         yield from paged(items)
 
-    def _full(self, head: str | None) -> Iterator[Page]:
-        scope = self.scope_key()
+    def _full(self, listing: Listing, head: str | None) -> Iterator[Page]:
+        scope, layout = self.scope_key(), self.layout
         nodes = self._committed_nodes(head)
-        yield from paged([record_from_node(node, scope) for node in nodes.values()])
+        listing.outside = self._outside(nodes)
+        held = [node for node_id, node in nodes.items() if layout.holds(node_id)]
+        items = [record_from_node(node, scope, layout) for node in held]
+        if not self._foreign_staging:  # working memory is then the head, as memsync writes on
+            outside = (Skipped(i, "outside the layout") for i in nodes if not layout.holds(i))
+            self.known.everything([*items, *outside])  # never written over: not memsync's
+        yield from paged(items)
+
+    def _outside(self, nodes: dict[str, Any]) -> int | None:
+        """How many of the store's nodes lie outside the layout (None: the default layout's
+        store has no outside)."""
+        if self.layout is MEM0:
+            return None
+        return sum(1 for node_id in nodes if self.layout.outside(node_id))
+
+    def _outside_change(self, changes: list[Any]) -> int:
+        """By how much those changes moved the count of nodes outside the layout."""
+        moved = 0
+        for change in changes:
+            if change.kind != "modified" and self.layout.outside(change.id):
+                moved += 1 if change.kind == "added" else -1
+        return moved
 
     def _committed_nodes(self, head: str | None) -> dict[str, Any]:
         """Working memory, which is the head state unless someone left changes staged."""
@@ -123,8 +188,21 @@ class MnemProvider(StoreHandle):
         node = self.sdk_call(f"read node {provider_id!r}", lambda: self._node(provider_id))
         if node is None:
             return None
-        record = record_from_node(node, self.scope_key())
+        record = record_from_node(node, self.scope_key(), self.layout)
         return record if isinstance(record, Record) else None
+
+    _dates: CommitDates | None = None  # the log walked so far while open (``dates``)
+
+    def first_dates(self, provider_ids: list[str]) -> dict[str, str]:
+        """The commits that added these nodes (agents' nodes carry no event_time): ``dates``."""
+        if self._dates is None:
+            self._dates = CommitDates(self)
+        return self._dates.created_at(provider_ids)
+
+    def close(self) -> None:
+        self._dates = None
+        self.known = KnownNodes()
+        super().close()
 
     def _node(self, node_id: str) -> Any:
         """The committed node (staged leftovers of another writer are not memsync's to read)."""
@@ -164,13 +242,14 @@ class MnemProvider(StoreHandle):
             for op in ops:
                 yield WriteResult(op, error=error)
             return
-        yield from BatchWrite(self).run(ops)
+        yield from BatchWrite(self, self.known).run(ops)
 
     # expiry (see memsync.providers.mnem.expiry) -----------------------------------------------
 
     def forget_expired(self, node_ids: list[str]) -> None:
         """One tombstone commit for nodes whose date passed; history keeps every one."""
         forget_expired(self, node_ids)
+        self.known.gone(node_ids)
 
     def hidden_records(self) -> list[Record]:
         """The nodes memsync forgot because their date passed and nobody brought back."""
@@ -182,24 +261,45 @@ def build(name: str, entry: MnemConfig, config: Config) -> MnemProvider:
         sdk = load_sdk()
     except ProviderUnavailable as exc:
         raise ProviderUnavailable(f"providers.{name}: {exc}") from None
+    provider: MnemProvider
+    scope_key = entry.scope_key or config_scope_key(config)
     if entry.create:
         from memsync.providers.mnem.on_demand import OnDemandMnemProvider
 
-        return OnDemandMnemProvider(
+        provider = OnDemandMnemProvider(
             name,
             entry.path,
             create=True,
             config_name=name,
             branch=entry.branch,
-            scope_key=entry.scope_key,
+            scope_key=scope_key,
             busy_timeout=entry.busy_timeout,
             sdk=sdk,
         )
-    return MnemProvider(
-        name,
-        entry.path,
-        branch=entry.branch,
-        scope_key=entry.scope_key,
-        busy_timeout=entry.busy_timeout,
-        sdk=sdk,
-    )
+    else:
+        provider = MnemProvider(
+            name,
+            entry.path,
+            branch=entry.branch,
+            scope_key=scope_key,
+            busy_timeout=entry.busy_timeout,
+            sdk=sdk,
+        )
+    provider.layout = layout_from_config(entry.layout)
+    return provider
+
+
+def config_scope_key(config: Config) -> str | None:
+    """The scope a store of a single-scope config holds: the one its Mem0 providers name (a
+    user id, else agent, app or run id), so that its memories carry that scope's key (a PMM
+    backup files them under it), not the store directory's name. None when there is none."""
+    found = set()
+    for entry in config.providers.values():
+        scope = getattr(entry, "scope", None)
+        if not entry.type.startswith("mem0") or not scope:
+            continue
+        if WILDCARD in scope.values():
+            return None
+        found.add(next((scope[k] for k in SCOPE_KEYS if scope.get(k)), ""))
+    found.discard("")
+    return found.pop() if len(found) == 1 else None

@@ -1,0 +1,72 @@
+"""memsync's own half-written batch, told apart from another writer's staged changes.
+
+mnem stages every ``add`` and ``rm`` on disk, each in a transaction of its own, and a commit
+takes everything staged in one atomic transaction. A memsync killed after its first ``add``
+and before its commit ended leaves its batch staged: the store holds none of it, but its
+staging does, and memsync never commits staged changes it cannot prove are its own (any
+commit sweeps in everything staged). So before it stages a batch memsync notes the node ids
+it is about to stage, in a file of its own (its state directory, one file per store, written
+whole and fsynced), and removes the note once the batch is committed or unstaged.
+
+When memsync opens the store again and every staged change is named in its note, they are
+memsync's own: it unstages them, and the next plan writes them again from its outbox, once.
+A staged change the note does not name belongs to another writer, and then memsync leaves all
+of staging alone, as it does without a note. (The note names nodes, not versions: an agent that
+staged one of those very nodes after memsync died, and left it uncommitted, would see that
+uncommitted change unstaged with memsync's.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from memsync.paths import make_private_dir, resolve_paths
+
+
+class InFlight:
+    """The note of the batch memsync is staging into one store (see the module docstring)."""
+
+    def __init__(self, store_identity: str, directory: Path | None = None) -> None:
+        self.store_identity = store_identity
+        self._directory = directory
+        digest = hashlib.sha256(store_identity.encode("utf-8")).hexdigest()[:24]
+        self._name = f"{digest}.json"
+
+    @property
+    def path(self) -> Path:
+        directory = self._directory or resolve_paths().state_dir / "mnem-batches"
+        return directory / self._name
+
+    def note(self, node_ids: Iterable[str]) -> None:
+        """Say, durably, that these nodes are about to be staged by memsync."""
+        path = self.path
+        make_private_dir(path.parent)
+        body = json.dumps({"store": self.store_identity, "nodes": sorted(set(node_ids))})
+        scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        descriptor = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(descriptor, body.encode("utf-8"))
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.replace(scratch, path)
+
+    def noted(self) -> set[str] | None:
+        """The node ids of a batch memsync staged and never finished, or None."""
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("store") != self.store_identity:
+            return None
+        nodes = data.get("nodes")
+        return {n for n in nodes if isinstance(n, str)} if isinstance(nodes, list) else None
+
+    def clear(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
