@@ -154,3 +154,27 @@ def test_secret_from_file(tmp_path: Path) -> None:
 )
 def test_durations(text: str | int, seconds: float) -> None:
     assert parse_duration(text) == seconds
+
+
+SERVER = '[providers.server]\ntype = "mem0-server"\nbase_url = "https://m.test"\nscope = { user_id = "alice" }\n'
+NOTES = '[providers.notes]\ntype = "pmm-dir"\npath = "/tmp/n"\n'
+
+
+@pytest.mark.parametrize(
+    ("sync", "providers", "full_pass"),
+    [
+        ('probe = "5s"', SERVER, 3600.0),  # beside a probe: the full pass docs/daemon.md gives
+        ('probe = "1s"', SERVER + 'database_url_env = "DB"\n', 86400.0),  # a probe that sees all
+        ('probe = "5s"\ninterval = "5m"', SERVER, 300.0),  # what the user wrote stands
+        ('probe = "off"', SERVER, 300.0),
+        ("", SERVER, 300.0),
+    ],
+    ids=["probe", "database-probe", "probe-and-interval", "probe-off", "neither"],
+)
+def test_a_probe_without_an_interval_makes_the_full_pass_rare(
+    sync: str, providers: str, full_pass: float
+) -> None:
+    """README's example plus probe = "5s" made a quiet team of 100 cost 32 requests a minute:
+    a full pass every 5 minutes beside the probes."""
+    config = parse_config(f'[sync]\nactive = "notes"\n{sync}\n{NOTES}{providers}')
+    assert config.sync.interval == full_pass

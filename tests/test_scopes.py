@@ -350,3 +350,24 @@ def test_memories_with_the_same_id_in_two_scopes_never_touch_each_other(
     assert "alice is vegetarian" not in mem0_texts("alice")
     assert "bob is vegan" in mem0_texts("bob")  # bob's memory of the same id is untouched
     assert "bob is vegan" in mnem_texts(agents / "bob" / "memory")
+
+
+def test_verify_of_a_large_team_lists_only_the_scopes_that_do_not_hold(
+    home: Path, cli: Any
+) -> None:
+    """At a thousand users, verify printed a thousand 'reconciled' lines around the one that
+    mattered."""
+    configure(home)
+    with Mem0App(home) as memory:
+        for number in range(25):
+            insert(memory, f"user{number:02d}", [f"note of user {number}"])
+    assert cli("sync").exit_code == 0
+    with Mem0App(home) as memory:
+        insert(memory, "user07", ["a note written after the sync"])
+    result = cli("verify", "mem0", "agents")
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert lines[0].startswith("user_id=user07: 1 difference(s)")
+    assert not any("reconciled (" in line for line in lines)
+    assert "25 scope(s): 24 reconciled, 1 with differences" in result.output
+    assert "--json lists every scope" in result.output

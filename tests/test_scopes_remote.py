@@ -200,3 +200,64 @@ def test_server_member_key_discovers_through_entities_as_upstream_allows(
     assert report.exit_code == 0, report.as_dict()
     assert set(report.scopes) == {"user_id=alice", "user_id=bob"}
     assert USER_KEY not in json.dumps(report.as_dict())
+
+
+def test_every_scope_talks_through_the_providers_one_client_closed_with_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client per scope cost a thousand users a minute: each loads the system's certificates
+    (60 ms) and opens its own connections. One client, one pool, closed when the run ends."""
+    from memsync.providers.http.client import HttpClient
+
+    double = Mem0ServerDouble(api_key=ADMIN)
+    for number in range(12):
+        double.insert_many([f"user {number} likes tea"], user_id=f"u{number:02d}")
+    made: list[HttpClient] = []
+    real = HttpClient.__init__
+
+    def counted(self: HttpClient, *args: Any, **kwargs: Any) -> None:
+        made.append(self)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(HttpClient, "__init__", counted)
+    config = config_for("mem0-server", '{ user_id = "*" }', tmp_path / "backup")
+    report = run(config, tmp_path, server_provider(double, ADMIN))
+    assert report.exit_code == 0, report.as_dict()
+    assert len(report.scopes) == 12 and len(backup_texts(tmp_path / "backup")) == 12
+    assert len(made) == 1
+    assert made[0]._client.is_closed
+
+
+def test_a_teams_listings_are_read_ahead_a_few_at_a_time_each_once(tmp_path: Path) -> None:
+    """Each user's listing is a round trip: read one after the other, a thousand of them added
+    a thousand round trips to the local work. They are read a few scopes ahead, at once."""
+    import asyncio
+
+    double = Mem0ServerDouble(api_key=ADMIN)
+    for number in range(12):
+        double.insert_many([f"user {number} likes tea"], user_id=f"u{number:02d}")
+    double.faults.latency = 0.05
+    inner = double.app
+    flight = {"now": 0, "most": 0}
+
+    async def counting(scope: Any, receive: Any, send: Any) -> None:
+        listing = scope.get("path") == "/memories" and scope.get("method") == "GET"
+        if listing:
+            flight["now"] += 1
+            flight["most"] = max(flight["most"], flight["now"])
+        try:
+            await inner(scope, receive, send)
+        finally:
+            if listing:
+                flight["now"] -= 1
+        await asyncio.sleep(0)
+
+    double.app = counting
+    config = config_for("mem0-server", '{ user_id = "*" }', tmp_path / "backup")
+    report = run(config, tmp_path, server_provider(double, ADMIN))
+    assert report.exit_code == 0, report.as_dict()
+    texts = backup_texts(tmp_path / "backup")
+    assert texts == {f"u{n:02d}.pmm.jsonl": {f"user {n} likes tea"} for n in range(12)}
+    listings = [s for s in double.faults.seen if s.path == "/memories" and s.method == "GET"]
+    assert sorted(s.query["user_id"][0] for s in listings) == [f"u{n:02d}" for n in range(12)]
+    assert flight["most"] > 1

@@ -270,3 +270,34 @@ def test_errors_show_as_plain_messages(
     # The browser logs the API's 409 answer for the missing database; that one was expected.
     assert any("409" in e for e in page.errors)
     page.errors = [e for e in page.errors if "409" not in e]
+
+
+def test_a_team_is_drawn_fifty_scopes_at_a_time_and_paged(
+    home: Path, server: UiServer, browser: Browser, artifacts: Path
+) -> None:
+    from tests.ui_world import build_team
+
+    build_team(home, 120)
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    watched = Watched(context.new_page())
+    p = watched.page
+    try:
+        p.goto(server.url_with_token)
+        team = p.locator('#providers tbody tr[data-provider="server"]:not(.pager)')
+        pager = p.get_by_test_id("scopes-server")
+        expect(pager.get_by_test_id("scopes-shown")).to_have_text("scopes 1–50 of 120")
+        expect(team).to_have_count(50)
+        expect(team.first).to_contain_text("user_id=u0000")
+        pager.get_by_role("button", name="next ›").click()
+        expect(pager.get_by_test_id("scopes-shown")).to_have_text("scopes 51–100 of 120")
+        expect(team.first).to_contain_text("user_id=u0050")
+        updated = p.locator("#updated").inner_text()
+        expect(p.locator("#updated")).not_to_have_text(updated)  # a refresh came and went:
+        expect(pager.get_by_test_id("scopes-shown")).to_have_text("scopes 51–100 of 120")
+        pager.get_by_role("checkbox").check()
+        expect(team).to_have_count(1)
+        expect(team.first).to_contain_text("none needs attention")
+        p.screenshot(path=artifacts / "overview-team.png", full_page=True)
+    finally:
+        context.close()
+    assert watched.errors == []

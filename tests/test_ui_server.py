@@ -240,3 +240,39 @@ def test_memsync_ui_refuses_a_public_address_in_one_line(world: CutoverWorld) ->
     code, out = world.memsync("ui", "--listen", "0.0.0.0:8767")
     assert code == 1
     assert "is not a loopback address" in out and "allow_remote" in out
+
+
+def test_a_team_of_hundreds_is_summarised_and_paged_not_sent_whole(home: Path) -> None:
+    """/api/status answered 1 MB for 500 scopes, every five seconds, and the page drew a row
+    per scope and provider. Now a team's provider comes folded, with its first 50 scopes, and
+    /api/scopes serves the rest a page at a time, or only the scopes needing attention."""
+    from tests.ui_world import build_team
+
+    build_team(home, 120)
+    ui = UiServer(resolve_paths(), "127.0.0.1", 0)
+    ui.start_in_thread()
+    client = httpx.Client(base_url=ui.base_url, headers={"Authorization": f"token {ui.token}"})
+    try:
+        answer = client.get("/api/status")
+        status = answer.json()
+        server = status["providers"]["server"]
+        assert server["scope_count"] == 120 and server["records"] == 120
+        assert len(server["scopes"]) == 50 and "user_id=u0000" in server["scopes"]
+        assert not any("[" in name for name in status["providers"])  # folded, not a row each
+        assert server["state"]["kind"] == "ok"
+        assert len(answer.content) < 40_000
+        page = client.get("/api/scopes", params={"provider": "server", "offset": 100}).json()
+        assert page["total"] == 120 and [r["scope"] for r in page["scopes"]] == [
+            f"user_id=u{n:04d}" for n in range(100, 120)
+        ]
+        assert all(r["records"] == 1 and r["state"]["kind"] == "ok" for r in page["scopes"])
+        calm = client.get("/api/scopes", params={"provider": "server", "attention": "1"})
+        assert calm.json()["total"] == 0
+        [run] = client.get("/api/history").json()  # a team's scopes summed into its provider
+        assert set(run["providers"]) == {"server", "backup"}
+        assert run["providers"]["backup"]["written"] == 120
+        refused = client.get("/api/scopes")
+        assert refused.status_code == 409 and "provider=NAME" in refused.json()["error"]
+    finally:
+        client.close()
+        ui.stop()

@@ -104,3 +104,57 @@ def build_cutover(home: Path) -> CutoverWorld:
     (conflict,) = json.loads(out)
     world.conflict_id = conflict["id"]
     return world
+
+
+def build_team(home: Path, users: int) -> None:
+    """A team of USERS users on a Mem0 server (the double, in-process), synced once per user
+    into a pmm-dir beside it: staging holds a scope per user, as a daemon's would. Built in a
+    thread of its own: the in-process double runs an event loop per request, which a browser
+    driver's loop in this thread would forbid."""
+    import threading
+
+    failed: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            _build_team(home, users)
+        except BaseException as exc:  # handed to the caller below
+            failed.append(exc)
+
+    thread = threading.Thread(target=build)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+
+
+def _build_team(home: Path, users: int) -> None:
+    from memsync.config import parse_config
+    from memsync.providers.mem0.server import Mem0ServerProvider
+    from memsync.providers.pmm_dir import PmmDirProvider
+    from memsync.scopes.cycle import run_scoped_cycle
+    from memsync.staging import StagingStore
+    from memsync.sync.report import SyncOptions
+    from tests.doubles.mem0_server_app import Mem0ServerDouble
+
+    double = Mem0ServerDouble(indexed=True)
+    for number in range(users):
+        double.insert_many([f"user {number} likes tea"], user_id=f"u{number:04d}")
+    text = (
+        '[sync]\nactive = "server"\n[providers.server]\ntype = "mem0-server"\n'
+        'base_url = "https://mem0.test"\nauth = "none"\nscope = { user_id = "*" }\n'
+        f'[providers.backup]\ntype = "pmm-dir"\npath = "{home / "backup"}"\ndirection = "push"\n'
+    )
+    (home / "config").mkdir(parents=True, exist_ok=True)
+    (home / "config" / "config.toml").write_text(text)
+    server = Mem0ServerProvider(
+        "server", "https://mem0.test", {"user_id": "*"}, auth="none", transport=double.transport()
+    )
+    backup = PmmDirProvider("backup", home / "backup")
+    paths = resolve_paths()
+    paths.ensure()
+    with StagingStore.open(paths.database) as store:
+        report = run_scoped_cycle(
+            parse_config(text), store, {"server": server, "backup": backup}, SyncOptions()
+        )
+    assert report.exit_code == 0, report.as_dict()["scopes"]

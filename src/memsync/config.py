@@ -459,6 +459,11 @@ ProviderConfig = Annotated[
 ]
 
 
+DEFAULT_INTERVAL = 300.0  # the full pass: every 5 minutes...
+PROBED_INTERVAL = 3600.0  # ...every hour beside a probe, which finds remote changes sooner...
+COMPLETELY_PROBED_INTERVAL = 86400.0  # ...and daily when every probe sees every change
+
+
 class SyncConfig(_Strict):
     active: str
     conflict: Literal["error", "active", "newest", "keep-both"] = "newest"
@@ -467,7 +472,7 @@ class SyncConfig(_Strict):
     adopt: Literal["content", "off"] = "content"
     max_delete: float = 25.0
     max_delete_count: int = Field(default=100, ge=0)
-    interval: float = 300.0
+    interval: float = DEFAULT_INTERVAL
     full_scan_interval: float = 3600.0
     max_attempts: int = Field(default=5, ge=1)
     # The daemon's hints (scopes/triggers.py): local stores watched for changes, remote ones
@@ -576,6 +581,39 @@ class Config(_Strict):
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
                 raise ValueError(f"provider name {name!r}: use letters, digits, '-', '_' or '.'")
         return providers
+
+    @model_validator(mode="before")
+    @classmethod
+    def _full_pass_beside_a_probe(cls, data: Any) -> Any:
+        """With a probe and no interval, the full pass runs as docs/daemon.md recommends beside
+        one: hourly, or daily when every probed store is a Mem0 server read through its
+        database (a probe that misses nothing). Every 5 minutes, a team's full passes would
+        cost more than its probes save."""
+        sync = data.get("sync") if isinstance(data, dict) else None
+        if not isinstance(sync, dict) or "interval" in sync:
+            return data
+        probe = sync.get("probe")
+        if probe is None or (isinstance(probe, str) and probe.strip().lower() == "off"):
+            return data
+        providers = data.get("providers")
+        entries = (
+            [e for e in providers.values() if isinstance(e, dict)]
+            if isinstance(providers, dict)
+            else []
+        )
+        probed = [  # the stores scopes/probes.py probes
+            e
+            for e in entries
+            if e.get("type") in ("mem0-server", "mem0-platform")
+            or (e.get("type") == "hindsight" and e.get("bank"))
+        ]
+        complete = bool(probed) and all(
+            e.get("type") == "mem0-server"
+            and (e.get("database_url_env") or e.get("database_url_file"))
+            for e in probed
+        )
+        interval = COMPLETELY_PROBED_INTERVAL if complete else PROBED_INTERVAL
+        return {**data, "sync": {**sync, "interval": interval}}
 
     @model_validator(mode="after")
     def _scopes_fit_together(self) -> Config:

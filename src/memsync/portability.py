@@ -7,16 +7,22 @@ record whose id the target already holds, or whose text it already holds in the 
 them, so a file holding a text twice restores it twice into an empty store); ``overwrite``
 replaces a memory with the same id and creates the rest. Duplicate lookups live in a
 temporary SQLite file, so neither side of an import has to fit in memory.
+
+A provider synced per scope (a team) takes a file of many scopes (``import_into_scopes``):
+each record goes into the store of the scope its ``scope_key`` names, as a team's backup
+writes them; a record whose ``scope_key`` names no scope is rejected, never guessed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from memsync.errors import ProviderError
+from memsync.config import Config
+from memsync.errors import MemsyncError, ProviderError
 from memsync.pmm import Format, Header, Rejected, open_pmm, write_pmm_file, write_pmm_stream
 from memsync.providers.base import Provider, WriteOp
 from memsync.records import Outgoing, Record, Skipped, utc_now_iso
@@ -136,28 +142,110 @@ def import_file(
     report = ImportReport(provider.name, dry_run=dry_run)
     with open_pmm(path, max_content_bytes) as reader:  # the header is checked here, first
         family = reader.header.source_provider
-        existing = _index_target(provider)
-        try:
-            batch: list[WriteOp] = []
-            for item in reader:
-                if isinstance(item, Rejected):
-                    report.rejected.append(item)
-                    continue
-                op = _plan_one(item, provider, family, strategy, existing, report)
-                if op is None:
-                    continue
-                if dry_run:
-                    _count(report, op)
-                    continue
-                batch.append(op)
-                if len(batch) >= BATCH:
-                    _flush(provider, batch, report, progress)
-                    batch = []
-            if batch and not dry_run:
-                _flush(provider, batch, report, progress)
-        finally:
-            existing.close()
+        _import_into(provider, reader, family, strategy, dry_run, report, progress)
     return report
+
+
+def import_into(
+    path: Path,
+    config: Config,
+    name: str,
+    *,
+    strategy: Strategy = "skip_duplicates",
+    dry_run: bool = False,
+    max_content_bytes: int,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Import a PMM file into configured provider NAME: into its one scope, or, when it is
+    synced per scope (a team), each record into the scope its ``scope_key`` names."""
+    from memsync.providers import build_provider
+    from memsync.scopes.binding import binding_by_pmm_key
+    from memsync.scopes.model import is_template, wildcard_keys
+
+    entry = config.provider(name)
+    base = build_provider(name, config)
+    options: dict[str, Any] = dict(
+        strategy=strategy, dry_run=dry_run, max_content_bytes=max_content_bytes, progress=progress
+    )
+    if not (wildcard_keys(entry) or is_template(entry)):
+        with base:
+            return import_file(path, base, **options)
+    try:  # the scopes' copies share what the base opens on their behalf (an HTTP client)
+        return import_into_scopes(path, name, binding_by_pmm_key(config, name, base), **options)
+    finally:
+        base.close()
+
+
+def import_into_scopes(
+    path: Path,
+    name: str,
+    bind: Callable[[str], Provider | None],
+    *,
+    strategy: Strategy = "skip_duplicates",
+    dry_run: bool = False,
+    max_content_bytes: int,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Import a file of many scopes into provider NAME, synced per scope: ``bind(scope_key)``
+    gives the scope's provider (None: the key names no scope, and its records are rejected).
+    Each run of records of one scope is imported as ``import_file`` imports a file."""
+    report = ImportReport(name, dry_run=dry_run)
+    with open_pmm(path, max_content_bytes) as reader:
+        family = reader.header.source_provider
+        runs = itertools.groupby(
+            reader, key=lambda item: item.scope_key if isinstance(item, Record) else None
+        )
+        for scope_key, items in runs:
+            if scope_key is None:
+                report.rejected.extend(i for i in items if isinstance(i, Rejected))
+                continue
+            try:
+                provider = bind(scope_key)
+                if provider is None:
+                    why = (
+                        f"scope_key {scope_key!r} names no scope of {name}"
+                        if scope_key
+                        else (f"no scope_key: {name} is synced per scope")
+                    )
+                    report.failed.extend({"id": r.id or "?", "error": why} for r in items)
+                    continue
+                with provider:
+                    _import_into(provider, items, family, strategy, dry_run, report, progress)
+            except MemsyncError as exc:  # this scope's store only: the other scopes go on
+                report.failed.append({"id": f"{name}[{scope_key}]", "error": str(exc)})
+    return report
+
+
+def _import_into(
+    provider: Provider,
+    items: Iterable[Record | Rejected],
+    family: str,
+    strategy: Strategy,
+    dry_run: bool,
+    report: ImportReport,
+    progress: Progress | None,
+) -> None:
+    existing = _index_target(provider)
+    try:
+        batch: list[WriteOp] = []
+        for item in items:
+            if isinstance(item, Rejected):
+                report.rejected.append(item)
+                continue
+            op = _plan_one(item, provider, family, strategy, existing, report)
+            if op is None:
+                continue
+            if dry_run:
+                _count(report, op)
+                continue
+            batch.append(op)
+            if len(batch) >= BATCH:
+                _flush(provider, batch, report, progress)
+                batch = []
+        if batch and not dry_run:
+            _flush(provider, batch, report, progress)
+    finally:
+        existing.close()
 
 
 def _plan_one(

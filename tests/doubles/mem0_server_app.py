@@ -106,10 +106,12 @@ class BiasedHashEmbedder(HashEmbedder):
 
 
 def offline_memory(
-    *, embedder: HashEmbedder | None = None, database_url: str | None = None
+    *, embedder: HashEmbedder | None = None, database_url: str | None = None, indexed: bool = False
 ) -> Memory:
     """A real mem0 Memory that never leaves the machine; with DATABASE_URL, its memories live
-    in that PostgreSQL database's ``memories`` table, through mem0's own pgvector store."""
+    in that PostgreSQL database's ``memories`` table, through mem0's own pgvector store;
+    ``indexed``: in ``IndexedVectors`` (pgvector's answers at an organisation's size, in
+    memory) instead of local qdrant."""
     config = {
         "vector_store": {
             "provider": "qdrant",
@@ -142,6 +144,10 @@ def offline_memory(
 
         memory.vector_store = PostgresStore(database_url, "memories", DIMS)
         memory.vector_store.create_col()
+    elif indexed:
+        from tests.doubles.indexed_vectors import IndexedVectors
+
+        memory.vector_store = IndexedVectors()
     return memory
 
 
@@ -280,6 +286,7 @@ class Mem0ServerDouble:
         lists_without_ids: bool = True,
         qdrant_list_bug: bool = False,
         search_finds_all: bool = True,
+        indexed: bool = False,
         clock: Clock | None = None,
         database_url: str | None = None,
     ) -> None:
@@ -288,7 +295,9 @@ class Mem0ServerDouble:
         given (``auth_disabled`` says otherwise). ``search_finds_all=False`` embeds with
         signed hashes, so a search may rank a memory below ``threshold: 0`` and leave it out.
         ``database_url``: the memories live in that PostgreSQL database's ``memories`` table, as
-        on upstream's default store (``mem0_postgres_store``)."""
+        on upstream's default store (``mem0_postgres_store``).
+        ``indexed=True`` keeps the memories in ``IndexedVectors`` (a thousand users' worth listed
+        per user in milliseconds, as pgvector with an index answers)."""
         self.auth = ServerAuth(
             admin_api_key=api_key,
             auth_disabled=(api_key is None and not user_keys)
@@ -312,7 +321,9 @@ class Mem0ServerDouble:
         self.entity_scan_limit = ENTITY_SCAN_LIMIT
         embedder = BiasedHashEmbedder(DIMS) if search_finds_all else HashEmbedder(DIMS)
         self.database_url = database_url
-        self.memory = memory or offline_memory(embedder=embedder, database_url=database_url)
+        self.memory = memory or offline_memory(
+            embedder=embedder, database_url=database_url, indexed=indexed
+        )
         self.lock = threading.Lock()
         self.faults = Faults()
         self.extraction_requests = 0

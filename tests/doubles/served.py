@@ -9,6 +9,13 @@ trip or a server's key check delays it). The double's own process keeps its CPU 
 memsync's, and its request log stays countable through a line protocol on stdin (``stats``,
 ``latency S``, ``die-on-write``: the process exits, unanswering, at the next write it gets).
 
+``Served("mem0-org")`` is a Mem0 server double at an organisation's size (its memories in
+``IndexedVectors``, so listing one user of a thousand costs that user only; with
+``database_url``, in that PostgreSQL database's upstream ``memories`` table): ``seed`` fills
+it in bulk, ``holds`` asks whether a user holds a text without a request, and requests sent
+with the ``X-Bench-Client`` header (the benchmark's own client writing as another program
+would) are left out of ``stats``, which counts what memsync asked.
+
 TCP_NODELAY is set on the listening socket. A socket made by ``socket.socket()`` has protocol
 0, so asyncio does not turn Nagle off for the connections it accepts, and uvicorn writes a
 response's head and body separately: the body then waits for the client's delayed ACK, 40 ms
@@ -31,14 +38,20 @@ from typing import Any
 KEY = "bench-key-0123456789"
 ROOT = Path(__file__).resolve().parents[2]
 WRITES = {"POST", "PUT", "DELETE", "PATCH"}
+DATABASE_URL = "MEMSYNC_DOUBLE_DATABASE_URL"  # mem0-org: its memories in this database
+HARNESS = "x-bench-client"  # a request with this header is the benchmark's, not memsync's
 
 
 class Served:
     """A double in its own process: its base URL, its request count, its CPU time."""
 
-    def __init__(self, kind: str, latency: float = 0.0, *, port: int = 0) -> None:
+    def __init__(
+        self, kind: str, latency: float = 0.0, *, port: int = 0, database_url: str | None = None
+    ) -> None:
         self.kind = kind
         env = {**os.environ, "MEM0_TELEMETRY": "False", "PYTHONPATH": str(ROOT)}
+        if database_url is not None:
+            env[DATABASE_URL] = database_url
         self._process = subprocess.Popen(
             [sys.executable, "-m", "tests.doubles.served", kind, str(port)],
             cwd=ROOT,
@@ -49,6 +62,7 @@ class Served:
             text=True,
             bufsize=1,
         )
+        self._asking = threading.Lock()  # one question at a time on the line protocol
         ready = self._read()
         self.port = int(ready["port"])
         self.base_url = f"http://127.0.0.1:{self.port}"
@@ -56,9 +70,10 @@ class Served:
 
     def _ask(self, line: str) -> dict[str, Any]:
         assert self._process.stdin is not None
-        self._process.stdin.write(line + "\n")
-        self._process.stdin.flush()
-        return self._read()
+        with self._asking:
+            self._process.stdin.write(line + "\n")
+            self._process.stdin.flush()
+            return self._read()
 
     def _read(self) -> dict[str, Any]:
         assert self._process.stdout is not None
@@ -73,6 +88,18 @@ class Served:
     def stats(self) -> dict[str, Any]:
         """``requests`` so far, ``writes`` (POST/PUT/DELETE) and the double's ``cpu`` seconds."""
         return self._ask("stats")
+
+    def seed(self, users: int, per_user: int) -> int:
+        """``mem0-org``: PER_USER memories for each of USERS users (``user0000``...), in bulk."""
+        return int(self._ask(f"seed {users} {per_user}")["memories"])
+
+    def holds(self, user: str, text: str) -> bool:
+        """``mem0-org``: whether USER holds a memory with TEXT (asked of the double directly)."""
+        return bool(self._ask(f"holds {json.dumps([user, text])}")["holds"])
+
+    def scan_limit(self, memories: int) -> None:
+        """``mem0-org``: how many memories ``GET /entities`` scans (upstream: 10,000)."""
+        self._ask(f"scan-limit {memories}")
 
     def die_on_write(self) -> None:
         """The process exits at the first write it receives: a server killed mid-cycle."""
@@ -110,6 +137,11 @@ def _double(kind: str) -> Any:
         from tests.doubles.mem0_server_app import Mem0ServerDouble
 
         return Mem0ServerDouble(api_key=KEY)
+    if kind == "mem0-org":
+        from tests.doubles.mem0_server_app import Mem0ServerDouble
+
+        url = os.environ.get(DATABASE_URL)
+        return Mem0ServerDouble(api_key=KEY, database_url=url, indexed=url is None)
     if kind == "mem0-platform":
         from tests.doubles.mem0_platform_app import Mem0PlatformDouble
 
@@ -153,12 +185,29 @@ def _serve(kind: str, port: int) -> None:
             double.faults.latency = float(argument)
             answer: dict[str, Any] = {"latency": double.faults.latency}
         elif command == "stats":
-            seen = list(double.faults.seen)
+            seen = [s for s in list(double.faults.seen) if HARNESS not in s.headers]
             answer = {
                 "requests": len(seen),
                 "writes": sum(s.method in WRITES for s in seen),
                 "cpu": time.process_time(),
             }
+        elif command == "seed":
+            users, per_user = (int(n) for n in argument.split())
+            for number in range(users):
+                user = f"user{number:04d}"
+                texts = [
+                    f"{user} memory {i}: likes tea, team {number % 97}" for i in range(per_user)
+                ]
+                double.insert_many(texts, user_id=user)
+            answer = {"memories": users * per_user}
+        elif command == "holds":
+            user, text = json.loads(argument)
+            with double.lock:
+                rows = double.memory.vector_store.list(filters={"user_id": user}, top_k=None)
+            answer = {"holds": any((r.payload or {}).get("data") == text for r in rows[0])}
+        elif command == "scan-limit":
+            double.entity_scan_limit = int(argument)
+            answer = {"scan_limit": double.entity_scan_limit}
         elif command == "die-on-write":
             dying.set()
             answer = {"dying": True}

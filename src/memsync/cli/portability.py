@@ -12,7 +12,7 @@ from memsync.cli.common import App, pass_app
 from memsync.errors import MemsyncError
 from memsync.output import print_json, progress_bar, stderr
 from memsync.pmm import Format
-from memsync.portability import Strategy, export_at, export_provider, import_file
+from memsync.portability import Strategy, export_at, export_provider, import_into
 
 
 @click.command("export")
@@ -92,17 +92,19 @@ def import_command(
     """Import a PMM file (JSON or JSONL, gzipped or not) into a provider.
 
     Reports what was imported, skipped as duplicate, skipped as empty (by id) and rejected
-    (with line numbers); exits 1 when any record was rejected or failed.
+    (with line numbers); exits 1 when any record was rejected or failed. Into a provider
+    synced per scope (a team), each record goes to the scope its scope_key names.
 
     \b
     Example:
       memsync import alice.pmm.jsonl --into mnem --dry-run
     """
     limit = max_content_bytes or app.config.pmm.max_content_bytes
-    with app.provider(target) as provider, progress_bar(f"importing into {target}") as tick:
-        report = import_file(
+    with progress_bar(f"importing into {target}") as tick:
+        report = import_into(
             file,
-            provider,
+            app.config,
+            target,
             strategy=cast(Strategy, strategy),
             dry_run=dry_run,
             max_content_bytes=limit,
@@ -158,6 +160,8 @@ def restore(
 ) -> None:
     """Restore a backup into a provider, or reconstruct a provider at a past time.
 
+    A team's backup (a provider synced per scope) restores each memory into its own scope.
+
     \b
     Examples:
       memsync restore ~/.local/share/memsync/backups/mem0/2026-11-30T0900.pmm.jsonl --into mem0
@@ -166,11 +170,12 @@ def restore(
     if file is not None:
         if not target:
             raise MemsyncError("restore FILE needs --into NAME (the provider to restore into)")
-        with app.provider(target) as provider, progress_bar(f"restoring into {target}") as tick:
-            report = import_file(
+        with progress_bar(f"restoring into {target}") as tick:
+            report = import_into(
                 file,
-                provider,
-                strategy=strategy,  # type: ignore[arg-type]
+                app.config,
+                target,
+                strategy=cast(Strategy, strategy),
                 max_content_bytes=app.config.pmm.max_content_bytes,
                 progress=tick,
             )
@@ -181,6 +186,8 @@ def restore(
         )
         for rejected in report.rejected[:50]:
             click.echo(f"  {rejected.location}: {rejected.reason}")
+        for failure in report.failed[:50]:
+            click.echo(f"  failed {failure['id']}: {failure['error']}")
         raise SystemExit(0 if report.ok else 1)
     if not provider_name or not at:
         raise MemsyncError("restore needs FILE --into NAME, or --provider NAME --at TIME")

@@ -62,8 +62,9 @@ def verify_command(app: App, a: str, b: str, as_json: bool, scope: Scope | None)
     Mem0's Dream merged or superseded) is listed apart as explained and fails nothing.
     Exits 0 when they are reconciled, 1 with the list of differences otherwise.
 
-    With wildcard scopes and no --scope, every scope is verified: one line each, a total,
-    exit 0 only when every scope holds; --json gives each scope's report.
+    With wildcard scopes and no --scope, every scope is verified: a line for each one that
+    does not hold (and each one that does, up to 20 scopes), a total, exit 0 only when every
+    scope holds; --json gives each scope's report.
     """
     for name in (a, b):
         app.config.provider(name)
@@ -107,7 +108,11 @@ def _print_verify(report: VerifyReport) -> None:
         click.echo(f"... and {len(report.explained) - 100} more explained (use --json)")
 
 
+QUIET_OVER = 20  # with more scopes than this, those that hold are counted, not listed
+
+
 def _print_scoped_verify(scoped: ScopedVerifyReport) -> None:
+    quiet = len(scoped.scopes) > QUIET_OVER
     for outcome in scoped.scopes:
         label, report = outcome.scope.label, outcome.report
         if report is None:
@@ -117,7 +122,8 @@ def _print_scoped_verify(scoped: ScopedVerifyReport) -> None:
         explained = sum(e.count for e in report.explained)
         note = f"; {explained} explained" if explained else ""
         if report.reconciled:
-            click.echo(f"{label}: reconciled ({counts}{note})")
+            if not quiet:
+                click.echo(f"{label}: reconciled ({counts}{note})")
         else:
             what = f"{report.difference_count} difference(s)"
             if report.duplicated:
@@ -128,6 +134,11 @@ def _print_scoped_verify(scoped: ScopedVerifyReport) -> None:
         f"{totals['scopes']} scope(s): {totals['reconciled']} reconciled, "
         f"{totals['differing']} with differences, {totals['errors']} could not be verified"
         + (f"; {totals['explained']} explained" if totals["explained"] else "")
+        + (
+            " (each one that holds is counted, not listed: --json lists every scope)"
+            if quiet
+            else ""
+        )
     )
     for line in scoped.unfound.values():
         click.echo(f"{line}: those never looked at are not verified, so the team is not reconciled")

@@ -5,6 +5,11 @@ Each snapshot is streamed from the staging store into ``backups/<provider>/<UTC 
 and older snapshots are rotated out only after the new one is safely there: a crash or a full
 disk never leaves a broken newest backup, nor costs an old one. ``memsync restore FILE --into
 NAME`` reads them back.
+
+A provider synced per scope (a team: ``user_id = "*"``, a mnem path template) is mirrored under
+one name per scope (``server[user_id=alice]``); its snapshot is still one file, holding every
+scope's memories one scope after another, each record's ``scope_key`` naming its scope (as
+PMM allows), so a restore puts each memory back into its own scope's store.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import logging
 import os
 import re
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,7 +31,8 @@ from memsync.config import Config
 from memsync.errors import MemsyncError
 from memsync.paths import Paths, make_private_dir
 from memsync.pmm import Header, write_pmm_file
-from memsync.records import utc_now_iso
+from memsync.records import Record, utc_now_iso
+from memsync.scopes.model import Scope, scoped_config_keys, split_scoped_name
 from memsync.staging import StagingStore
 
 log = logging.getLogger(__name__)
@@ -158,22 +165,28 @@ def _backup_one(
 ) -> None:
     name = outcome.provider
     entry = config.provider(name)
-    last_cycle = store.providers.last_cycle(name)
-    if not last_cycle:
+    try:
+        mirrored = _mirrored(store, config, name)
+    except sqlite3.Error as exc:
+        outcome.error = f"cannot read the mirror of {name}: {exc}; the previous backups stay"
+        return
+    if not mirrored:
         outcome.skipped = "nothing mirrored yet (run `memsync sync` first)"
         return
     directory = backups_dir / name
+    scope: dict[str, Any] = {"provider": name, "type": entry.type}
+    scope["mirrored_at"] = min((m.at for m in mirrored if m.at), default=None)
+    if scoped_config_keys(config.providers):
+        scope["scopes"] = len(mirrored)
     try:
         make_private_dir(directory)
         _sweep_stale_temps(directory)
         path = _fresh_path(directory, now or datetime.now(UTC), config.backup.gzip)
         header = Header(
-            source_provider=family_of(entry.type),
-            scope={"provider": name, "type": entry.type, "mirrored_at": _mirrored_at(last_cycle)},
-            exported_at=utc_now_iso(),
+            source_provider=family_of(entry.type), scope=scope, exported_at=utc_now_iso()
         )
         outcome.count = write_pmm_file(
-            path, header, store.iter_records(name), compress=config.backup.gzip
+            path, header, _records(store, mirrored), compress=config.backup.gzip
         )
         outcome.path = path
     except OSError as exc:
@@ -196,6 +209,38 @@ def _backup_one(
         )
 
 
+@dataclass(frozen=True)
+class _Mirrored:
+    """One name a provider's memories are mirrored under, its scope, and when."""
+
+    name: str
+    scope: Scope | None
+    at: str | None
+
+
+def _mirrored(store: StagingStore, config: Config, name: str) -> list[_Mirrored]:
+    """Where provider NAME's memories are mirrored: under its own name, or, synced per scope,
+    under each scope's name (those a cycle has mirrored), in scope order."""
+    if not scoped_config_keys(config.providers):
+        last_cycle = store.providers.last_cycle(name)
+        return [_Mirrored(name, None, _mirrored_at(last_cycle))] if last_cycle else []
+    found = []
+    for last in store.providers.last_cycles():
+        split = split_scoped_name(last.name)
+        if split is not None and split[0] == name and last.summary:
+            found.append(_Mirrored(last.name, split[1], _mirrored_at(last.summary)))
+    return sorted(found, key=lambda m: m.scope or Scope(()))
+
+
+def _records(store: StagingStore, mirrored: list[_Mirrored]) -> Iterator[Record]:
+    """Every mirrored record, each scope's ``scope_key`` its own (``Scope.pmm_key``)."""
+    for where in mirrored:
+        for record in store.iter_records(where.name):
+            if where.scope is not None:
+                record.scope_key = where.scope.pmm_key
+            yield record
+
+
 def _fresh_path(directory: Path, at: datetime, compress: bool) -> Path:
     """A name no other snapshot has (two in one microsecond step a microsecond apart)."""
     while True:
@@ -206,7 +251,9 @@ def _fresh_path(directory: Path, at: datetime, compress: bool) -> Path:
         at += timedelta(microseconds=1)
 
 
-def _mirrored_at(last_cycle: str) -> str | None:
+def _mirrored_at(last_cycle: str | None) -> str | None:
+    if not last_cycle:
+        return None
     try:
         finished = json.loads(last_cycle).get("finished_at")
     except (ValueError, AttributeError):

@@ -7,10 +7,9 @@ never cross scopes; a store that could not be opened this cycle stays ``Unavaila
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from memsync.config import Config
@@ -261,13 +260,27 @@ class ScopeBinder:
         return provider
 
 
+def binding_by_pmm_key(
+    config: Config, name: str, base: Provider
+) -> Callable[[str], Provider | None]:
+    """Provider NAME (synced per scope) bound to the scope a PMM ``scope_key`` names, as a
+    team's backup writes them; None when the key names no scope."""
+    from memsync.scopes.discovery import scope_from_pmm_key
+
+    binder = ScopeBinder(config, {name: base})
+
+    def bind(key: str) -> Provider | None:
+        scope = scope_from_pmm_key(key, binder.keys)
+        return None if scope is None else binder.bind(name, base, scope)
+
+    return bind
+
+
 def _http_bound(base: Any, name: str, scope: Mapping[str, str]) -> Provider:
-    """The HTTP provider of one scope: the configured one's settings (key, endpoint, transport),
-    its own scope and name, and an HTTP client of its own, made on first use."""
-    bound = copy.copy(base)
-    bound.name = name
+    """The HTTP provider of one scope: the configured one's settings (key, endpoint, transport)
+    and client, its own scope and name."""
+    bound = base.sharing(name)
     bound.scope = base.scope_ids(scope)
-    bound._http = None
     if hasattr(bound, "_features"):
         bound._features = None
     assert isinstance(bound, Provider)

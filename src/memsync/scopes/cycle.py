@@ -91,12 +91,18 @@ def run_scoped_cycle(
     report = ScopedCycleReport(run_id, options.dry_run, utc_now_iso())
     binder = ScopeBinder(config, bases)
     with contextlib.ExitStack() as handles:
-        discovered, complete = _discover(config, binder, report, handles)
-        known = known_scopes(store, config)
+        for base in bases.values():  # last: what the scopes shared (an HTTP client) closes too
+            handles.callback(base.close)
         wanted = set(only_scopes) if only_scopes is not None else None
-        for scope in sorted(discovered | known):
-            if wanted is not None and scope not in wanted:
-                continue
+        known = known_scopes(store, config, among=wanted)
+        # A hinted cycle names its scopes: when staging knows them all, asking every source
+        # which scopes it holds (GET /entities scans the whole server) would tell it nothing.
+        find = wanted is None or not wanted <= known
+        report.looked = find
+        discovered, complete = _discover(config, binder, report, handles, find=find)
+        order = [s for s in sorted(discovered | known) if wanted is None or s in wanted]
+        _read_ahead(config, binder, order, options)
+        for scope in order:
             outcome = ScopeOutcome(scope, discovered=scope in discovered or not complete)
             report.scopes[scope.label] = outcome
             if options.stop is not None and options.stop.is_set():
@@ -114,13 +120,36 @@ def run_scoped_cycle(
     return report
 
 
+def _read_ahead(
+    config: Config, binder: ScopeBinder, order: list[Scope], options: SyncOptions
+) -> None:
+    """Let each remote source that can (a Mem0 server) read the scopes' memories a few ahead
+    of the scopes' cycles, in their order: its listings then overlap the local work."""
+    if len(order) < 2:
+        return
+    for name, base in binder.bases.items():
+        ahead = getattr(base, "read_ahead", None)
+        if not callable(ahead) or name in binder.unavailable:
+            continue
+        if options.only and name not in options.only and name != config.sync.active:
+            continue
+        entry = config.providers[name]
+        ahead([{**fixed_keys(entry), **scope.as_dict()} for scope in order])
+
+
 def _discover(
     config: Config,
     binder: ScopeBinder,
     report: ScopedCycleReport,
     handles: contextlib.ExitStack,
+    *,
+    find: bool = True,
 ) -> tuple[set[Scope], bool]:
-    """Scopes found by every source that can list them; False when one could not see all."""
+    """Scopes found by every source that can list them; False when one could not see all.
+
+    ``find`` False opens what the scopes share and asks no source: no scope found, and, since
+    none was looked for, not complete (every known scope counts as still there).
+    """
     topology = topology_of(config)
     found: set[Scope] = set()
     complete = True
@@ -149,7 +178,7 @@ def _discover(
             log.debug("%s: %s", name, exc)  # each scope reports it; printed once (failures)
             continue
         handles.callback(base.close)
-        if not source:
+        if not source or not find:
             continue
         try:
             if in_store:
@@ -169,7 +198,7 @@ def _discover(
         report.discovery[name] = _discovery_dict(discovery, binder.keys)
         complete = complete and discovery.complete
         found |= discovery.scopes
-    return found, complete
+    return found, complete and find
 
 
 def _discovery_dict(discovery: Discovery, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -183,9 +212,19 @@ def _discovery_dict(discovery: Discovery, keys: tuple[str, ...]) -> dict[str, An
     }
 
 
-def known_scopes(store: StagingStore, config: Config) -> set[Scope]:
-    """Scopes earlier cycles synced for the configured providers (from staging)."""
+def known_scopes(
+    store: StagingStore, config: Config, *, among: set[Scope] | None = None
+) -> set[Scope]:
+    """Scopes earlier cycles synced for the configured providers (from staging); with
+    ``among``, only which of those are (without parsing every scoped name staging holds)."""
     keys = scoped_config_keys(config.providers)
+    if among is not None:
+        names = set(store.providers.scoped_names())
+        return {
+            scope
+            for scope in among
+            if scope.keys == keys and any(scoped_name(n, scope) in names for n in config.providers)
+        }
     scopes: set[Scope] = set()
     for name in store.providers.scoped_names():
         split = split_scoped_name(name)
@@ -227,6 +266,7 @@ def _sync_scope(
     )
     scoped_options = SyncOptions(
         only=[scoped_name(n, scope) for n in options.only] if options.only else None,
+        lead=[scoped_name(n, scope) for n in options.lead] if options.lead else None,
         dry_run=options.dry_run,
         force_delete=options.force_delete,
         full=options.full,

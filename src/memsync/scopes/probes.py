@@ -15,7 +15,9 @@ provider in full. What each store offers, checked against upstream:
   an add whose metadata backdates ``created_at`` (it becomes its ``updated_at`` too, and
   memsync's own writes do this) with a delete in the same window leaves all three as they
   were; the full pass finds it. Past the scan's 10,000 memories the answer is partial, and the
-  probe is not used.
+  probe is not used. Instants are compared as instants (a server keeps what each memory was
+  written with), so memsync can also say what a scope's token is once its own writes landed
+  (``expected``): a create memsync made is not a change the next probe lists again.
 - ``mem0-server`` with a database connection: one query over the server's own table
   (``providers/mem0/server_database.py``): per scope the count and a digest of every id and
   payload. Complete at any size; nothing hides, backdated adds and deletes included.
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -44,7 +46,7 @@ from typing import Any
 from memsync.config import Config, HindsightConfig, Mem0ServerConfig
 from memsync.errors import InvalidResponse, MemsyncError, ProviderError
 from memsync.providers.base import Provider
-from memsync.records import parse_instant
+from memsync.records import Record, parse_instant
 from memsync.scopes.model import Scope, fixed_keys, wildcard_keys
 
 log = logging.getLogger("memsync.probe")
@@ -89,6 +91,12 @@ class Probe(ABC):
     def credible(self, label: str, token: str, listed: int) -> str | None:
         """Why TOKEN cannot be right for a scope whose complete listing (just after the probe)
         found LISTED memories; None when nothing says it is wrong."""
+        return None
+
+    def expected(self, label: str, records: Iterable[Record]) -> str | None:
+        """The token the probe answers for a scope holding exactly RECORDS (memsync's mirror
+        of it, its own writes included); None when the probe's token cannot be told from
+        them. ``Live`` uses it so that memsync's own writes do not list the scope again."""
         return None
 
     def close(self) -> None:
@@ -161,6 +169,25 @@ class ServerEntitiesProbe(Probe):
             f"listing found {listed} (a Qdrant-backed server answers [] to it)"
         )
 
+    def expected(self, label: str, records: Iterable[Record]) -> str | None:
+        """A user's (or agent's, or run's) count, oldest ``created_at`` and newest ``updated_at``
+        (else ``created_at``), as /entities computes them. Only for one wildcard key and no
+        fixed one: an entity beside others (a user's agent) counts the other scopes' too."""
+        if len(self.keys) != 1 or self.fixed or label == WHOLE:
+            return None
+        count, oldest, newest = 0, None, None
+        for record in records:
+            count += 1
+            created = parse_instant(record.created_at)
+            updated = parse_instant(record.updated_at) or created
+            if created is None or updated is None:
+                return None  # the server stamped it, and memsync cannot know when
+            oldest = created if oldest is None else min(oldest, created)
+            newest = updated if newest is None else max(newest, updated)
+        if count == 0:
+            return ABSENT
+        return f"{count}/{_instant(oldest)}/{_instant(newest)}"
+
     def _entities(self) -> dict[tuple[str, str], str]:
         from memsync.providers.mem0.server_entities import SCAN_LIMIT, parse_entities
 
@@ -177,9 +204,19 @@ class ServerEntitiesProbe(Probe):
                 "GET /entities scans, so its counts may leave changes out"
             )
         return {
-            (e.scope_key, e.id): f"{e.total_memories}/{e.created_at or ''}/{e.updated_at or ''}"
+            (e.scope_key, e.id): f"{e.total_memories}/{_instant(e.created_at)}/"
+            f"{_instant(e.updated_at)}"
             for e in entities
         }
+
+
+def _instant(value: str | datetime | None) -> str:
+    """An instant in one spelling (UTC, microseconds), whatever offset it was written with;
+    a value that is not one stays as it was."""
+    when = value if isinstance(value, datetime) else parse_instant(value)
+    if when is None:
+        return "" if value is None else str(value)
+    return when.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 class ServerDatabaseProbe(Probe):

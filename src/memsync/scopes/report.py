@@ -74,6 +74,9 @@ class ScopedCycleReport(CycleReport):
 
     scopes: dict[str, ScopeOutcome] = field(default_factory=dict)
     discovery: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # False: a hinted cycle over scopes staging knew, which asked no source; its run says
+    # nothing about discovery, so status keeps what the newest discovery found
+    looked: bool = True
 
     @property
     def exit_code(self) -> int:
@@ -122,5 +125,6 @@ class ScopedCycleReport(CycleReport):
         data = super().as_dict()
         data["exit_code"] = self.exit_code
         data["scopes"] = {label: s.as_dict() for label, s in self.scopes.items()}
-        data["discovery"] = self.discovery
+        if self.looked:
+            data["discovery"] = self.discovery
         return data

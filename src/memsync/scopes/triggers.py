@@ -18,6 +18,11 @@ one. Every cycle, full or hinted, reports back as a ``CycleObserver``: as each s
 ends, memsync notes each local store's files as it left them, and each probed store's token
 as it was before the listing. A hinted cycle that could not reach its store (busy, down) is
 tried again, backing off; a probe that fails lists its provider in full, said once.
+
+memsync's own writes start nothing, in either kind of store: a local store's files are
+compared with what memsync left; a probed store's answer, where the probe can tell it from
+memsync's mirror (``Probe.expected``), with what memsync's writes made of the scope. A scope
+that answers exactly that is memsync's own write, not a change to list again.
 """
 
 from __future__ import annotations
@@ -112,6 +117,7 @@ class Live:
         self._left: dict[Hint, _Left] = {}  # each local store as memsync left it
         self._held: dict[Hint, _Left] = {}  # ...as a cycle released it, until it is kept
         self._tokens: Tokens = {}  # what staging holds, mirrored here
+        self._expected: Tokens = {}  # what memsync's own writes made of a probed scope
         self._trouble: dict[str, str] = {}  # probes that failed, and why (said once)
         self._distrusted: dict[str, str] = {}  # probes whose answers a listing contradicted
         self._contradicted: dict[str, int] = {}  # contradictions in a row, per probe
@@ -123,6 +129,7 @@ class Live:
         self._thread: threading.Thread | None = None
         self.cycles = 0  # hinted cycles run
         self.own_changes = 0  # watched changes that were memsync's own writes (no cycle)
+        self.own_answers = 0  # probed scopes whose change was memsync's own writes (no cycle)
 
     # lifecycle ---------------------------------------------------------------------------------
 
@@ -342,6 +349,7 @@ class Live:
                 continue  # closed meanwhile (a reload, a stop)
             if self._trouble.pop(probe.name, None) is not None:
                 log.info("probe of %s answers again", probe.name)
+            self._drop_own_answers(probe.name, flags)
             tokens[probe.name] = flags.tokens
             if flags.everything:
                 log.info("probe of %s: %s; listing every scope", probe.name, flags.everything)
@@ -350,6 +358,23 @@ class Live:
             for label in flags.scopes:
                 hints.add(Hint(probe.name, None if label == WHOLE else Scope.parse(label)))
         return hints, tokens
+
+    def _drop_own_answers(self, provider: str, flags: Flags) -> None:
+        """Scopes the probe flagged that answer what memsync's own writes made of them: kept as
+        listed (the token memsync would have kept had it listed them), not listed again."""
+        with self._lock:
+            expected = self._expected.get(provider, {})
+            own = {
+                label
+                for label in flags.scopes
+                if label in expected and flags.tokens.get(label) == expected[label]
+            }
+            for label in own:
+                self._tokens.setdefault(provider, {})[label] = expected.pop(label)
+        if own:
+            flags.scopes -= own
+            self.own_answers += len(own)
+            log.debug("%s: %d scope(s) changed by memsync itself; no cycle", provider, len(own))
 
     def _probe_tokens(self) -> Tokens:
         """The tokens before a full pass lists everything (a probe that fails gives none)."""
@@ -388,7 +413,7 @@ class Live:
         receivers = receivers_of(config)
         scopes = {hint.scope for hint in hints}
         only_scopes = None if not scoped or None in scopes else {s for s in scopes if s}
-        options = SyncOptions(only=sorted(hinted | receivers), stop=self.stop)
+        options = SyncOptions(only=sorted(hinted | receivers), lead=sorted(hinted), stop=self.stop)
         why = _named(sorted(hints))
         started = time.monotonic()
         try:
@@ -578,6 +603,27 @@ class Live:
             with self._lock:
                 self._tokens.setdefault(provider, {})[label] = token
 
+    def _expect_own_writes(
+        self, store: StagingStore, scope: Scope | None, report: CycleReport
+    ) -> None:
+        """What each probed provider will answer for SCOPE now that memsync wrote into it this
+        cycle (when its probe can tell, from the mirror its writes updated)."""
+        label = WHOLE if scope is None else scope.label
+        with self._lock:
+            probes = list(self.probes)
+        for probe in probes:
+            name = probe.name if scope is None else scoped_name(probe.name, scope)
+            outcome = report.providers.get(name)
+            if outcome is None:
+                continue  # not in this cycle: what was expected of it still stands
+            wrote = outcome.written and outcome.state in USABLE
+            own = probe.expected(label, store.iter_records(name)) if wrote else None
+            with self._lock:
+                if own is None:
+                    self._expected.get(probe.name, {}).pop(label, None)
+                else:
+                    self._expected.setdefault(probe.name, {})[label] = own
+
     def _contradict(self, provider: str, why: str) -> None:
         """A listing contradicted the probe's answer; twice in a row, the probe is not used."""
         count = self._contradicted.get(provider, 0) + 1
@@ -613,6 +659,8 @@ class _RunObserver:
         self.live._note_left(scope, report)
         if self.store is not None and self.tokens:
             self.live._keep_tokens(self.store, self.tokens, scope, report)
+        if self.store is not None:
+            self.live._expect_own_writes(self.store, scope, report)
 
 
 def _named(hints: list[Hint]) -> str:

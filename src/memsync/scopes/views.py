@@ -18,7 +18,7 @@ from memsync.scopes.report import scope_noun
 from memsync.staging import StagingStore
 from memsync.sync.journal import log_entries
 
-_WORST_FIRST = ("refused", "error", "busy", "partial", "ok", "skipped")
+WORST_FIRST = ("refused", "error", "busy", "partial", "ok", "skipped")
 
 
 def fold_scopes(report: dict[str, Any]) -> None:
@@ -50,7 +50,7 @@ def _folded_cycle(cycles: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not cycles:
         return None
     states = Counter(str(c.get("state", "")) for c in cycles)
-    worst = min(states, key=lambda s: _WORST_FIRST.index(s) if s in _WORST_FIRST else 0)
+    worst = min(states, key=lambda s: WORST_FIRST.index(s) if s in WORST_FIRST else 0)
     folded: dict[str, Any] = {
         "state": worst,
         "states": dict(states),

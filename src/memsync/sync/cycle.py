@@ -140,8 +140,13 @@ class Engine:
         settings = self.settings
         limits = DeleteLimits(settings.max_delete, settings.max_delete_count, options.force_delete)
         for name in self.providers:
-            outcome = ProviderOutcome(name)
-            report.providers[name] = outcome
+            report.providers[name] = ProviderOutcome(name)
+        lead = [n for n in self.providers if n in set(options.lead or ()) & selected]
+        rest = [n for n in self.providers if n not in lead]
+        for name in lead + rest:
+            outcome = report.providers[name]
+            if name == next(iter(rest), None) and lead and self._nothing_to_do(lead, report):
+                selected = set(lead)  # the hint was memsync's own write, or came to nothing
             if name not in selected or _stopping(options):
                 outcome.state = ProviderState.SKIPPED
                 report.interrupted = report.interrupted or _stopping(options)
@@ -226,6 +231,19 @@ class Engine:
             outcome.exit_code = exc.exit_code
         if outcome.error:  # reported once, with the cycle's other failures (sync/failures.py)
             log.debug("%s: %s", provider.name, outcome.error)
+
+    def _nothing_to_do(self, lead: list[str], report: CycleReport) -> bool:
+        """Whether the LEAD providers' listings (a hint's) found nothing new and no memory of
+        these providers waits to be reconciled: then the other providers need not be opened."""
+        for name in lead:
+            outcome = report.providers[name]
+            mirror = outcome.mirror
+            if outcome.state != ProviderState.OK or mirror is None or mirror.reset:
+                return False
+            if mirror.added or mirror.changed or mirror.removed or mirror.rolled_back:
+                return False
+        with self.store.transaction():
+            return self._mark_dirty() == 0
 
     def _incremental_allowed(
         self,

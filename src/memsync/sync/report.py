@@ -44,6 +44,9 @@ class SyncOptions:
     full: bool = False  # list incremental providers in full
     retry_dead: bool = False
     stop: threading.Event | None = None  # set by SIGTERM: finish the action in flight, stop
+    # The providers whose change a hint reported: listed first, and when their listings find
+    # nothing new and no memory is left to reconcile, the others are not opened at all
+    lead: list[str] | None = None
 
 
 @dataclass

@@ -29,7 +29,7 @@ from memsync.config import load_config
 from memsync.errors import LockHeld, MemsyncError
 from memsync.paths import Paths
 from memsync.staging import StagingStore
-from memsync.status import collect_status, cycle_history
+from memsync.status import cycle_history, page_status, scope_page
 from memsync.sync.conflicts import choose_winner
 from memsync.sync.report import SyncOptions
 from memsync.sync.runner import run_sync
@@ -403,7 +403,23 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def _status(handler: Handler, query: dict[str, list[str]]) -> dict[str, Any]:
-    return collect_status(handler.server.paths)
+    return page_status(handler.server.paths)
+
+
+def _scopes(handler: Handler, query: dict[str, list[str]]) -> dict[str, Any]:
+    """A page of one team provider's scopes: ?provider=NAME&offset=N&limit=N&attention=1."""
+    provider = (query.get("provider") or [""])[0]
+    if not provider:
+        raise MemsyncError("/api/scopes needs ?provider=NAME")
+    try:
+        offset = int((query.get("offset") or ["0"])[0])
+        limit = min(500, int((query.get("limit") or ["50"])[0]))
+    except ValueError:
+        raise MemsyncError("offset and limit are whole numbers") from None
+    attention = (query.get("attention") or ["0"])[0] in ("1", "true")
+    return scope_page(
+        handler.server.paths, provider, offset=offset, limit=limit, attention=attention
+    )
 
 
 def _history(handler: Handler, query: dict[str, list[str]]) -> list[dict[str, Any]]:
@@ -469,6 +485,7 @@ def _verify(handler: Handler, body: dict[str, Any]) -> dict[str, Any]:
 
 GET_API: dict[str, Callable[[Handler, dict[str, list[str]]], Any]] = {
     "/api/status": _status,
+    "/api/scopes": _scopes,
     "/api/history": _history,
     "/api/conflicts": _conflicts,
     "/api/memory/search": _search,

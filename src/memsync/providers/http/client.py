@@ -58,10 +58,9 @@ _EXCERPT = 200  # characters of a server's error body worth showing
 
 
 @functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """The certificate-checking TLS context every client shares: httpx's default, built once
-    per process (loading the CA bundle costs tens of milliseconds, and a daemon makes a client
-    per provider each cycle: a hinted cycle's largest local cost)."""
+def tls_context() -> ssl.SSLContext:
+    """The verifying TLS context every client shares: made once a process, since making one
+    loads the certificate bundle (45-60 ms), which a daemon would pay every cycle."""
     return httpx.create_ssl_context()
 
 
@@ -118,7 +117,7 @@ class HttpClient:
             # Waiting for a free connection is queueing behind our own requests, each bounded
             # by the timeout: it is not the server being slow, so it has no limit of its own.
             timeout=httpx.Timeout(timeout, pool=None),
-            verify=_tls_context(),
+            verify=tls_context(),
             follow_redirects=False,
             transport=transport,
             headers={"Accept": "application/json", **(headers or {})},

@@ -21,7 +21,6 @@ server version (older ones answer 500 to a PUT or DELETE of one).
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -38,7 +37,7 @@ from memsync.errors import (
     ProviderError,
     TransientProviderError,
 )
-from memsync.providers.base import Capabilities, Listing, Provider, WriteOp, require_content
+from memsync.providers.base import Capabilities, Listing, WriteOp, require_content
 from memsync.providers.http.provider import DEFAULT_CONCURRENCY
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.http.shapes import expect_list, expect_object
@@ -138,15 +137,26 @@ class Mem0ServerProvider(Mem0HttpProvider):
             if self.database is not None:
                 self.database.close()
 
-    def bound_to(self, name: str, scope: Mapping[str, str]) -> Provider:
-        """This server's provider for one scope: its own name, scope and HTTP client, and this
-        provider's session, so the schema and entities are read once for every scope."""
-        bound = copy.copy(self)
-        bound.name = name
+    def bound_to(self, name: str, scope: Mapping[str, str]) -> Mem0ServerProvider:
+        """This server's provider for one scope: its own name and scope, and this provider's
+        client and session, so the schema and entities are read once for every scope."""
+        bound = self.sharing(name)
         bound.scope = self.scope_ids(scope)
-        bound._http = None
         bound._owns_session = False
         return bound
+
+    def read_ahead(self, scopes: list[Mapping[str, str]]) -> None:
+        """Read these scopes' memories a few at a time, ahead of the cycle that takes them
+        in this order (``ServerListing`` takes each one's read, or reads it itself)."""
+        from memsync.providers.mem0.server_listing import read_scope
+
+        bound = [self.bound_to(self.name, scope) for scope in scopes]
+        by_key = {_scope_key(b.scope): b for b in bound}
+        self._session.read_ahead(list(by_key), lambda key: read_scope(by_key[key]))
+
+    def read_taken(self) -> tuple[bool, Any]:
+        """This scope's read, when one was made ahead (its error raised here)."""
+        return self._session.taken(_scope_key(self.scope))
 
     # identity -------------------------------------------------------------------------
 
@@ -351,3 +361,7 @@ def build(name: str, entry: Mem0ServerConfig, config: Config) -> Mem0ServerProvi
         scopes_file=entry.scopes_file,
         scopes_command=entry.scopes_command,
     )
+
+
+def _scope_key(scope: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(scope.items()))

@@ -142,7 +142,9 @@ class ServerListing(Listing):
         self.provider = provider
 
     def pages(self) -> Iterator[Page]:
-        read = read_scope(self.provider)
+        ahead, read = self.provider.read_taken()
+        if not ahead:
+            read = read_scope(self.provider)
         self.hides_expired = read.hides_expired
         scope_key = self.provider.scope_key()
         page = Page([])

@@ -193,28 +193,37 @@ async function overview() {
 
   const rows = [];
   for (const [name, p] of providers) {
-    const scopes = Object.entries(p.scopes || {});
-    const scopeRows = scopes.length ? scopes : [["", p.records || 0]];
+    const view = scopeViews[name];
+    const paged = view && (view.offset || view.attention)
+      ? await api(`/api/scopes?provider=${encodeURIComponent(name)}&offset=${view.offset}` +
+          `&limit=${SCOPES_SHOWN}&attention=${view.attention ? 1 : 0}`)
+      : null;
+    const scopes = paged
+      ? paged.scopes.map(r => [r.scope, r.records, r])
+      : Object.entries(p.scopes || {}).map(([scope, count]) => [scope, count, null]);
+    const scopeRows = scopes.length ? scopes : [[paged ? null : "", p.records || 0, null]];
     const cycle = p.last_cycle || {};
     const backup = (report.backups || {})[name];
-    scopeRows.forEach(([scope, count], index) => {
+    scopeRows.forEach(([scope, count, row], index) => {
       const first = index === 0;
-      rows.push(h("tr", { class: first ? "group-start" : "", "data-provider": name, "data-scope": scope },
+      rows.push(h("tr", { class: first ? "group-start" : "", "data-provider": name, "data-scope": scope || "" },
         h("td", {}, first ? [h("strong", {}, name),
           name === report.config.active ? h("span", { class: "tag" }, "active") : null,
           report.config.ok && p.configured === false ? h("span", { class: "tag" }, "not in config") : null,
           h("div", { class: "muted small" }, [p.type, p.direction].filter(Boolean).join(" · "))] : ""),
-        h("td", { class: "mono" }, scope || h("span", { class: "muted" }, "(default)")),
-        h("td", { class: "num", "data-testid": "mirrored" }, count,
-          (p.hidden_scopes || {})[scope] ? h("div", { class: "muted small", "data-testid": "hidden" },
-            `+${p.hidden_scopes[scope]} hidden (expired, or retired by Dream)`) : null),
+        h("td", { class: "mono" }, scope === null ? h("span", { class: "muted" }, "none needs attention")
+          : scope || h("span", { class: "muted" }, "(default)")),
+        h("td", { class: "num", "data-testid": "mirrored" }, scope === null ? "" : count,
+          (p.hidden_scopes || {})[scope] || (row && row.hidden) ? h("div", { class: "muted small", "data-testid": "hidden" },
+            `+${row ? row.hidden : p.hidden_scopes[scope]} hidden (expired, or retired by Dream)`) : null),
         h("td", {}, first ? [when(cycle.finished_at),
           cycle.duration_s !== undefined && cycle.duration_s !== null ? h("div", { class: "muted small" }, `took ${took(cycle.duration_s)}`) : null] : ""),
-        h("td", {}, first ? stateBadge(p.state) : ""),
+        h("td", {}, first ? stateBadge(p.state) : row ? stateBadge(row.state) : ""),
         h("td", { class: "num" }, first && p.last_cycle ? `+${cycle.added || 0} ~${cycle.changed || 0} −${cycle.removed || 0}` : ""),
-        h("td", {}, first ? outboxCell(p.outbox || {}) : ""),
+        h("td", {}, first ? outboxCell(p.outbox || {}) : row ? outboxCell(row.outbox || {}) : ""),
         h("td", {}, first ? (backup ? [when(backup.at), h("div", { class: "muted small" }, `${backup.count} kept`)] : h("span", { class: "muted" }, "none")) : "")));
     });
+    if ((p.scope_count || 0) > SCOPES_SHOWN || paged) rows.push(scopePager(name, p, paged));
   }
   const table = providers.length
     ? h("div", { class: "table-wrap" }, h("table", { id: "providers" },
@@ -239,6 +248,29 @@ async function overview() {
     : "no backup yet";
   render(h("h1", {}, "Overview"), cards, h("h2", {}, "Providers × scopes"), table, ...dead,
     h("p", { class: "muted small" }, `${daemon} · ${backupLine} · config ${report.config.path}`));
+}
+
+// A team of a thousand users is a thousand scopes: the overview draws SCOPES_SHOWN of them at
+// a time (the server sends no more), and pages through the rest, or only those needing
+// attention. The choice outlives the page's refreshes.
+const SCOPES_SHOWN = 50;
+const scopeViews = {};
+
+function scopePager(name, p, paged) {
+  const view = scopeViews[name] || { offset: 0, attention: false };
+  const total = paged ? paged.total : p.scope_count;
+  const states = (p.last_cycle || {}).states || {};
+  const attention = Object.entries(states).filter(([s]) => s !== "ok").reduce((n, [, c]) => n + c, 0);
+  const go = (change) => () => { scopeViews[name] = { ...view, ...change }; refresh(); };
+  const shown = total ? `${view.offset + 1}–${Math.min(view.offset + SCOPES_SHOWN, total)} of ${total}` : "0";
+  return h("tr", { class: "pager", "data-provider": name, "data-testid": `scopes-${name}` },
+    h("td", {}, ""),
+    h("td", { colspan: 7 },
+      h("span", { "data-testid": "scopes-shown" }, `scopes ${shown}${view.attention ? " needing attention" : ""}`), " ",
+      h("button", { type: "button", disabled: view.offset === 0, onclick: go({ offset: Math.max(0, view.offset - SCOPES_SHOWN) }) }, "‹ previous"), " ",
+      h("button", { type: "button", disabled: view.offset + SCOPES_SHOWN >= total, onclick: go({ offset: view.offset + SCOPES_SHOWN }) }, "next ›"), " ",
+      h("label", {}, h("input", { type: "checkbox", checked: view.attention, onchange: (e) => go({ offset: 0, attention: e.target.checked })() }),
+        ` only those needing attention (${attention})`)));
 }
 
 function updateConflictBadge(open) {
