@@ -448,6 +448,7 @@ def verify_every_scope(
             with StagingStore.open(database, create=False) as store:
                 scopes |= known_scopes(store, config)
                 report.unfound |= _unfound_by_sources(store, config, skip=set(bases))
+
         def one(scope: Scope) -> ScopeVerify:
             outcome = ScopeVerify(scope)
             if stop is not None and stop.is_set():
