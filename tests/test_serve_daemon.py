@@ -259,3 +259,55 @@ def test_memsync_mcp_on_a_missing_store_is_one_clear_line(home: Path) -> None:
     assert done.stderr.startswith("memsync: error: cannot open the mnem store at ")
     assert "--store" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+TEAM_CONFIG = """
+[sync]
+active = "server"
+interval = "1h"
+probe = "1s"
+watch = false
+
+[providers.server]
+type = "mem0-server"
+base_url = "{url}"
+auth = "none"
+scope = {{ user_id = "*" }}
+
+[providers.agents]
+type = "mnem"
+path = "{store}"   # one store: every user in a namespace of their own
+layout = {{ type = "langgraph", namespace = ["memories", "{{user_id}}"] }}
+"""
+
+
+def test_a_put_into_a_team_store_the_daemon_serves_reaches_mem0_as_text_for_that_user_alone(
+    home: Path, daemons: Callable[..., DaemonProcess]
+) -> None:
+    real_sdk()
+    from memsync.langgraph import MnemosyneStore
+
+    store = init_store(home / "agents" / "memory")
+    with served_mem0_server() as server:
+        write_config(home, TEAM_CONFIG.format(url=server.url, store=store))
+        server.add("alice likes tea", user_id="alice")
+        server.add("bob likes coffee", user_id="bob")
+        daemon = daemons(home)
+        daemon.wait_for_line("sync #1 ok", timeout=DEADLINE)
+        app = MnemosyneStore(str(store))
+        try:
+            assert app._client.via_daemon
+            app.put(("memories", "bob"), "k1", {"content": "bob walks to work", "topic": "commute"})
+            wait_until(lambda: "bob walks to work" in server.texts("bob"), "bob's put in Mem0")
+            assert server.texts("alice") == {"alice likes tea"}
+            found = app.search(("memories", "bob"), filter={"topic": "commute"})
+            assert [item.value["content"] for item in found] == ["bob walks to work"]
+        finally:
+            app.close()
+        daemon.wait_for_line("for changes in agents", timeout=DEADLINE)  # logged as it ends
+        hinted = [line for line in daemon.lines if "for changes in agents" in line]
+        assert hinted and "agents[user_id=bob]" in hinted[0], "\n".join(daemon.lines)
+        assert "user_id=alice" not in hinted[0], hinted[0]
+        code, _ = daemon.stop()
+    assert code == 0
+    assert not [line for line in daemon.lines if " ERROR " in line or "Traceback" in line]

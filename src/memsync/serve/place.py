@@ -1,5 +1,9 @@
 """Which configured mnem provider, and which scope, a store on disk is: the daemon serves only
-the stores it syncs, and a write there starts a cycle for that provider and scope alone."""
+the stores it syncs, and a write there starts a cycle for that provider and scope alone.
+
+A store that holds every scope in its namespaces (a LangGraph layout naming scope keys: one
+store for a whole team) is no one scope: an agent's write there names its scope by the node it
+wrote, so a put into ``("memories", "bob")`` starts bob's cycle, not the team's."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memsync.config import Config, MnemConfig
-from memsync.scopes.model import Scope, is_template
+from memsync.scopes.model import Scope, is_template, namespace_keys, place_in_namespace
 from memsync.scopes.watch import Hint, MnemTemplate
 
 
@@ -20,10 +24,24 @@ class Place:
     scope: Scope | None
     scope_key: str  # its records' PMM scope_key, as a cycle gives them
     busy_timeout: float
+    namespace: tuple[str, ...] | None = None  # a store holding many scopes: its template
 
     @property
     def hint(self) -> Hint:
         return Hint(self.provider, self.scope)
+
+    def hints_for(self, node_ids: list[str]) -> set[Hint]:
+        """The scopes a write of NODE_IDS changed: on a store holding many scopes, the scopes
+        of the namespaces the nodes are in (a node outside every one is not memsync's: none);
+        otherwise, or when the write names no node (a branch, a merge), the store's hint."""
+        if self.namespace is None or not node_ids:
+            return {self.hint}
+        hints = set()
+        for node_id in node_ids:
+            values = place_in_namespace(self.namespace, node_id)
+            if values:
+                hints.add(Hint(self.provider, Scope.of(values)))
+        return hints
 
     @property
     def label(self) -> str:
@@ -53,8 +71,16 @@ def place_of(config: Config, root: Path) -> Place | None:
             continue
         if Path(entry.path).expanduser().resolve() == root:
             key = entry.scope_key or root.name
-            return Place(root, name, None, key, entry.busy_timeout)
+            return Place(root, name, None, key, entry.busy_timeout, _many_scopes(entry))
     return None
+
+
+def _many_scopes(entry: MnemConfig) -> tuple[str, ...] | None:
+    """The namespace template of a store that holds a scope per namespace, else None."""
+    layout = entry.layout
+    if isinstance(layout, str) or not namespace_keys(layout.namespace):
+        return None
+    return tuple(layout.namespace)
 
 
 def _spellings(template: Path) -> list[Path]:

@@ -228,7 +228,8 @@ class _Session:
             if staged:
                 self.server.intents.end(place.root)
             fault_point("serve:committed")
-        self.server.on_write(place.hint)
+        for hint in place.hints_for(staged):
+            self.server.on_write(hint)
         return answer
 
     def close(self) -> None:
