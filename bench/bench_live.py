@@ -26,26 +26,22 @@ from __future__ import annotations
 
 import os
 import random
-import re
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bench._common import QUICK, report
+from bench._daemon import Daemon, p95, wait_until
 
 LATENCY = 0.02
 USERS = 20 if QUICK else 100
 WRITES = 8 if QUICK else 20
 QUIET_WINDOW = 15.0 if QUICK else 40.0
 PROBE = 5.0
-DEADLINE = 120.0
-ROOT = Path(__file__).resolve().parent.parent
 
 CONFIG = """
 [sync]
@@ -84,62 +80,6 @@ print(time.time())
 """
 
 
-DAEMONS: list[Daemon] = []
-
-
-def wait_until(condition: Callable[[], object], what: str, timeout: float = DEADLINE) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.005)
-    for daemon in DAEMONS:
-        print("\n".join(daemon.lines[-30:]), file=sys.stderr)
-    raise SystemExit(f"bench_live: timed out waiting for {what}")
-
-
-class Daemon:
-    """`python -m memsync daemon` in a home of its own, its log lines collected."""
-
-    def __init__(self, home: Path, config: str) -> None:
-        (home / "config").mkdir(parents=True, exist_ok=True)
-        (home / "config" / "config.toml").write_text(config)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSYNC_", "MEM0_"))}
-        env.update(MEMSYNC_HOME=str(home), MEM0_TELEMETRY="False", PYTHONPATH=str(ROOT / "src"))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "memsync", "daemon"],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-        DAEMONS.append(self)
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip("\n"))
-
-    def wait_for(self, pattern: str) -> None:
-        wait_until(lambda: any(re.search(pattern, line) for line in self.lines), repr(pattern))
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-
-    def hinted_seconds(self) -> list[float]:
-        found = [
-            re.search(r"sync #\d+ \w+ in ([\d.]+)s for changes in ", line) for line in self.lines
-        ]
-        return [float(m.group(1)) for m in found if m]
-
-
 def served_server() -> tuple[Any, Any, str]:
     from tests.doubles.mem0_server_app import Mem0ServerDouble
     from tests.live_world import ServedServer, serve
@@ -153,10 +93,6 @@ def served_server() -> tuple[Any, Any, str]:
 def seed(server: Any, users: int) -> None:
     for number in range(users):
         server.add(f"user {number} was here", user_id=f"user{number:03d}")
-
-
-def p95(values: list[float]) -> float:
-    return sorted(values)[max(0, int(len(values) * 0.95 + 0.5) - 1)]
 
 
 def mnem_to_server(home: Path) -> None:

@@ -35,8 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import QUICK, report
+from bench._daemon import Daemon, p95
+from bench._daemon import wait_until as _wait_until
 from bench._mnem_sdk import why_no_real_sdk
-from bench.bench_live import LATENCY, Daemon, p95, served_server
+from bench.bench_live import LATENCY, served_server
 
 PROBE = 2.0
 WRITES = 8 if QUICK else 20
@@ -92,12 +94,7 @@ class TimedDaemon(Daemon):
 
 
 def wait_until(condition: Callable[[], object], what: str, timeout: float = DEADLINE) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.005)
-    raise SystemExit(f"bench_serve: timed out waiting for {what}")
+    _wait_until(condition, what, timeout)
 
 
 def put_reaches_mem0(app: Any, server: Any) -> tuple[list[float], float]:
