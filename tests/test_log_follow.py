@@ -27,6 +27,10 @@ from tests.conftest import run_memsync, subprocess_env, write_config
 from tests.test_daemon import CONFIG, add_memories, wait_until
 
 
+def _ignoring_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class Follower:
     """`memsync log --follow ARGS`, its stdout collected line by line."""
 
@@ -38,6 +42,9 @@ class Follower:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            # As a script's `cmd &` starts it, SIGINT ignored: Ctrl-C (an INT sent to it) must
+            # stop it all the same, whatever the shell that started it left behind.
+            preexec_fn=_ignoring_sigint,
         )
         self.lines: list[str] = []
         assert self.proc.stdout is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from typing import Any
 
@@ -224,6 +225,9 @@ def _follow(
     from memsync.sync.journal import follow_entries
 
     out = sys.stdout
+    # Ctrl-C stops it even where the shell that started it left SIGINT ignored (a script's
+    # `memsync log -f &`): Python then never installs its own handler.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with app.store() as store:
             names = scope_provider_names(store, scope, provider) if scope else None
