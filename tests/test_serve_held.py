@@ -200,3 +200,77 @@ def test_a_store_opened_for_memsync_alone_asks_no_freshness(tmp_path: Path) -> N
     assert not isinstance(provider.store, HeldStore)
     assert provider.versions_changed_since(time.time()) is None  # nobody else can write it
     provider.close()
+
+
+TEAM = """
+[sync]
+active = "mem0"
+
+[providers.mem0]
+type = "mem0-oss"
+scope = {{ user_id = "*" }}
+
+[providers.agents]
+type = "mnem"
+path = "{store}"
+layout = {{ type = "langgraph", namespace = ["memories", "{{user_id}}"] }}
+"""
+
+
+def test_in_a_held_team_store_the_run_keeps_one_account_memsyncs_commits_not_counted(
+    shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store holding every user, held by the daemon: the scopes of a run share one account
+    of what others committed since the run read it. memsync's own commits into alice's
+    namespace are not others' (bob's scope makes no diff over them); an agent's commit into
+    bob's namespace is, and bob's write to that node waits for the next cycle."""
+    from memsync.config import parse_config
+    from memsync.providers.mnem.provider import build as build_mnem
+    from memsync.providers.mnem.shared import ScopeInStore, SharedStore
+    from memsync.scopes.model import Scope
+
+    config = parse_config(TEAM.format(store=shared))
+    base = build_mnem("agents", config.providers["agents"], config)  # type: ignore[arg-type]
+    team = SharedStore(base)
+    alice, bob = (
+        ScopeInStore("agents", team, Scope.of({"user_id": user}), scope_key=user)
+        for user in ("alice", "bob")
+    )
+    for scope in (alice, bob):
+        scope.open()
+    store = alice.store
+    assert isinstance(store, HeldStore)
+    agent(store, "remember", id="memories:carol:k0", content={"content": "carol's"})
+    for scope in (alice, bob):
+        scope.listing()  # the run's one read: both at the same head
+    diffs: list[str] = []
+    real_call = ScopeInStore.sdk_call
+
+    def sdk_call(self: ScopeInStore, what: str, call: Any, **how: Any) -> Any:
+        if (what.startswith("diff ") and ".." in what) or what == "read the head state":
+            diffs.append(what)
+        return real_call(self, what, call, **how)
+
+    monkeypatch.setattr(ScopeInStore, "sdk_call", sdk_call)
+
+    assert [r.error for r in alice.write_many(creates(3, "a"))] == [None] * 3
+    assert bob.versions_changed_since(time.time()) == {}
+    assert diffs == []  # memsync's own commits: nothing to catch up with
+
+    (made,) = bob.write_many(creates(1, "b"))
+    node_id = made.record.id
+    agent(store, "remember", id=node_id, content={"content": "bob's own words"}, author="agent-x")
+    assert set(bob.versions_changed_since(time.time()) or {}) == {node_id}
+    assert alice.versions_changed_since(time.time()) == {}  # not alice's to wait for
+    update = WriteOp(
+        "update",
+        "u",
+        item=Outgoing(origin="mem0:b0", content="memsync's"),
+        provider_id=node_id,
+    )
+    (result,) = bob.write_many([update])
+    assert isinstance(result.error, ChangedMeanwhile)
+    assert store.working_node(node_id).content == {"content": "bob's own words"}
+    for scope in (alice, bob):
+        scope.close()
+    base.close()

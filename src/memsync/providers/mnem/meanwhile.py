@@ -14,6 +14,7 @@ moment between that check and its own commit.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -82,15 +83,18 @@ class Meanwhile:
     def covers(self, node_id: str) -> bool:
         return node_id in self.others or EVERYTHING in self.others
 
-    def versions(self, handle: StoreHandle) -> dict[str, str | None]:
-        """Each node others changed, with its version now (None: gone), for replay's
-        freshness check; every node when the head moved where a diff cannot follow."""
+    def versions(
+        self, handle: StoreHandle, holds: Callable[[str], bool] = lambda node_id: True
+    ) -> dict[str, str | None]:
+        """Each node others changed that HOLDS admits (the asking scope's own: a store holding
+        many scopes shares one account), with its version now (None: gone), for replay's
+        freshness check; every such node when the head moved where a diff cannot follow."""
         changed = self.catch_up(handle)
         if EVERYTHING in changed:
             nodes = handle.sdk_call("read working memory", lambda: handle.store.working_memory())
-            return {node_id: node_version(node) for node_id, node in nodes.items()}
+            return {n: node_version(node) for n, node in nodes.items() if holds(n)}
         versions: dict[str, str | None] = {}
-        for node_id in sorted(changed):
+        for node_id in sorted(n for n in changed if holds(n)):
             node = handle.sdk_call(
                 f"read node {node_id!r}", partial(_working_node, handle, node_id)
             )

@@ -96,7 +96,7 @@ class MnemProvider(StoreHandle):
     def listing(self, cursor: str | None = None) -> Listing:
         sweep_expired_daily(self)
         head = self._listed_head()
-        self.meanwhile.read_at(head)
+        self._listed_at(head)
         if cursor is not None and cursor == head:
             return MnemListing("incremental", head, lambda listing: iter(()))
         if cursor is not None and head is not None:
@@ -106,6 +106,10 @@ class MnemProvider(StoreHandle):
                     "incremental", head, lambda listing: self._delta(listing, changes)
                 )
         return MnemListing("full", head, lambda listing: self._full(listing, head))
+
+    def _listed_at(self, head: str | None) -> None:
+        """The listing read the store at HEAD: others' commits count from there (``meanwhile``)."""
+        self.meanwhile.read_at(head)
 
     def _listed_head(self) -> str | None:
         """The commit a listing reads (and its cursor): the head."""
@@ -221,7 +225,7 @@ class MnemProvider(StoreHandle):
         if not self.borrowed:
             return None
         with self.writing():
-            return self.meanwhile.versions(self)
+            return self.meanwhile.versions(self, self.layout.holds)
 
     # writes -----------------------------------------------------------------------------------
 
