@@ -98,16 +98,7 @@ def build_server(
         summary: str | None = None,
     ) -> dict[str, Any]:
         """Change an existing belief. Same as `remember`; the name says intent."""
-        answer: dict[str, Any] = guard(
-            "remember",
-            id=id,
-            content=content,
-            source=source,
-            step=step,
-            observation=observation,
-            summary=summary,
-        )
-        return answer
+        return remember(id, content, source, step, observation, summary)
 
     @mcp.tool()
     def remember_many(items: list[dict[str, Any]], summary: str | None = None) -> dict[str, Any]:
