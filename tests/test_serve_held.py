@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,29 @@ def test_the_lane_lets_a_waiting_agent_in_before_memsync_when_a_batch_steps_asid
     assert sorted(order[1:]) == ["batch goes on", "sync"]
 
 
+def agent_arrives_mid_batch(
+    monkeypatch: pytest.MonkeyPatch, store: HeldStore, after_staging: int, write: Callable[[], Any]
+) -> threading.Thread:
+    """WRITE, an agent's request that arrives once a sync batch has staged AFTER_STAGING nodes:
+    the batch sees it waiting before it stages the next one."""
+    staged = 0
+    arrived = threading.Event()
+    original = BatchWrite._stage
+
+    def stage(self: BatchWrite, step: Any) -> None:
+        nonlocal staged
+        original(self, step)
+        staged += 1
+        if staged == after_staging:
+            arrived.set()
+            wait_until(store.lane.agents_waiting, "the agent's request waiting")
+
+    monkeypatch.setattr(BatchWrite, "_stage", stage)
+    thread = threading.Thread(target=lambda: (arrived.wait(DEADLINE), write()))
+    thread.start()
+    return thread
+
+
 @pytest.mark.parametrize("arrives_at", [20, 50])
 def test_an_agents_write_during_a_sync_batch_goes_first_as_its_own_commit(
     shared: Path, monkeypatch: pytest.MonkeyPatch, arrives_at: int
@@ -95,29 +118,15 @@ def test_an_agents_write_during_a_sync_batch_goes_first_as_its_own_commit(
     after the agent's commit. No commit mixes the two."""
     provider = borrowed(shared)
     store = provider.store
-    staged = 0
-    agent_waits = threading.Event()
-    original = BatchWrite._stage
-
-    def stage(self: BatchWrite, step: Any) -> None:
-        nonlocal staged
-        original(self, step)
-        staged += 1
-        if staged == arrives_at:  # the agent's request arrives in the middle of the batch
-            agent_waits.set()
-            wait_until(store.lane.agents_waiting, "the agent's request waiting")
-
-    monkeypatch.setattr(BatchWrite, "_stage", stage)
     answers: list[Any] = []
-
-    def agent_writes() -> None:
-        agent_waits.wait(DEADLINE)
-        answers.append(
+    thread = agent_arrives_mid_batch(
+        monkeypatch,
+        store,
+        arrives_at,
+        lambda: answers.append(
             agent(store, "remember", id="agent-note", content="alice moved", author="agent-x")
-        )
-
-    thread = threading.Thread(target=agent_writes)
-    thread.start()
+        ),
+    )
     results = list(provider.write_many(creates(300)))
     thread.join(DEADLINE)
 
@@ -139,26 +148,14 @@ def test_a_node_the_batch_has_yet_to_write_that_the_agent_writes_meanwhile_keeps
 ) -> None:
     provider = borrowed(shared)
     store = provider.store
-    staged = 0
-    agent_waits = threading.Event()
-    original = BatchWrite._stage
-
-    def stage(self: BatchWrite, step: Any) -> None:
-        nonlocal staged
-        original(self, step)
-        staged += 1
-        if staged == 20:  # m60 is planned, not staged yet
-            agent_waits.set()
-            wait_until(store.lane.agents_waiting, "the agent's request waiting")
-
-    monkeypatch.setattr(BatchWrite, "_stage", stage)
-
-    def agent_writes() -> None:  # a node the batch is about to write
-        agent_waits.wait(DEADLINE)
-        agent(store, "remember", id="mem0:m60", content="the agent's own", author="agent-x")
-
-    thread = threading.Thread(target=agent_writes)
-    thread.start()
+    thread = agent_arrives_mid_batch(  # m60 is planned, not staged yet: the agent writes it
+        monkeypatch,
+        store,
+        20,
+        lambda: agent(
+            store, "remember", id="mem0:m60", content="the agent's own", author="agent-x"
+        ),
+    )
     results = {r.op.key: r for r in provider.write_many(creates(100))}
     thread.join(DEADLINE)
 
