@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memsync.config import load_config
+from memsync.providers import build_provider
 from memsync.providers.mem0.oss import Mem0OssProvider
 
 DIMS = 32
@@ -70,3 +72,18 @@ def mem0_payload(text: str, **fields: Any) -> dict[str, Any]:
         "role": "user",
         **fields,
     }
+
+
+class Mem0App:
+    """The application still on Mem0: the configured ``mem0`` provider's library, opened as the
+    team's agents open it, while memsync is not syncing (the local Qdrant allows one client)."""
+
+    def __init__(self, home: Path) -> None:
+        self.provider: Any = build_provider("mem0", load_config(home / "config" / "config.toml"))
+
+    def __enter__(self) -> Any:
+        self.provider.open()
+        return self.provider.memory
+
+    def __exit__(self, *exc: object) -> None:
+        self.provider.close()

@@ -298,7 +298,8 @@ def test_a_dry_run_over_wildcard_scopes_leaves_the_staging_database_as_it_was(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Discovery, every scope's mirror and plan: all in the scratch copy, none of it kept."""
-    from tests.test_scopes import Mem0App, configure, insert
+    from tests.mem0_fixtures import Mem0App
+    from tests.test_scopes import configure, insert
 
     configure(home)
     with Mem0App(home) as memory:

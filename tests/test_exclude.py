@@ -306,8 +306,8 @@ def test_globs_match_whole_ids_across_separators() -> None:
 def test_every_scope_of_a_store_template_keeps_the_exclude(
     home: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.mem0_fixtures import DIMS
-    from tests.test_scopes import Mem0App, insert
+    from tests.mem0_fixtures import DIMS, Mem0App
+    from tests.test_scopes import insert
 
     stores = home / "stores"
     write_config(

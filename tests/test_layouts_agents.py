@@ -23,10 +23,8 @@ import pytest
 from langmem import create_manage_memory_tool, create_search_memory_tool
 from mnem_langgraph import MnemosyneStore
 
-from memsync.config import load_config
-from memsync.providers import build_provider
 from tests.conftest import write_config
-from tests.mem0_fixtures import DIMS
+from tests.mem0_fixtures import DIMS, Mem0App
 
 ALICE = {
     "prefers green tea": {"topic": "drinks"},
@@ -64,20 +62,6 @@ direction = "push"
 {extra}
 """,
     )
-
-
-class Mem0App:
-    """The application still on Mem0: the library, opened while memsync is not syncing."""
-
-    def __init__(self, home: Path) -> None:
-        self.provider: Any = build_provider("mem0", load_config(home / "config" / "config.toml"))
-
-    def __enter__(self) -> Any:
-        self.provider.open()
-        return self.provider.memory
-
-    def __exit__(self, *exc: object) -> None:
-        self.provider.close()
 
 
 def add(memory: Any, user: str, memories: dict[str, dict[str, Any]]) -> dict[str, str]:

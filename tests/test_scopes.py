@@ -18,11 +18,9 @@ from typing import Any
 import mnem  # the real SDK: a missing build is an error, not a skip
 import pytest
 
-from memsync.config import load_config
 from memsync.errors import RefusedError
-from memsync.providers import build_provider
 from tests.conftest import write_config
-from tests.mem0_fixtures import DIMS, mem0_payload
+from tests.mem0_fixtures import DIMS, Mem0App, mem0_payload
 
 USERS = {"alice": 3, "bob": 2, "carol": 4}
 
@@ -53,20 +51,6 @@ direction = "push"
 {extra}
 """,
     )
-
-
-class Mem0App:
-    """The application: the team's agents writing one Mem0 store with the library."""
-
-    def __init__(self, home: Path) -> None:
-        self.provider: Any = build_provider("mem0", load_config(home / "config" / "config.toml"))
-
-    def __enter__(self) -> Any:
-        self.provider.open()
-        return self.provider.memory
-
-    def __exit__(self, *exc: object) -> None:
-        self.provider.close()
 
 
 def insert(memory: Any, user: str, texts: list[str]) -> list[str]:

@@ -26,8 +26,9 @@ from memsync.records import Record
 from memsync.staging import StagingStore
 from memsync.sync.verify import verify
 from tests import test_e2e_mnem
+from tests.mem0_fixtures import Mem0App
 from tests.test_e2e_mnem import memsync, synced_then_expired
-from tests.test_scopes import Mem0App, configure, insert
+from tests.test_scopes import configure, insert
 
 mnem = test_e2e_mnem.mnem  # the fixtures, shared
 synced_cat = test_e2e_mnem.synced_cat
