@@ -23,12 +23,12 @@ OWN = 100
 
 def child(mode: str) -> None:
     from bench.synthetic import SyntheticProvider
+    from memsync.base.records import Record
     from memsync.config import parse_config
-    from memsync.records import Record
+    from memsync.engine import cycle as engine_module
+    from memsync.engine.from_config import build_engine
+    from memsync.engine.report import SyncOptions
     from memsync.staging import StagingStore
-    from memsync.sync import cycle as engine_module
-    from memsync.sync.from_config import build_engine
-    from memsync.sync.report import SyncOptions
 
     class Side(SyntheticProvider):
         """N shared texts under this side's own ids, then OWN texts only it holds."""

@@ -19,8 +19,8 @@ from pathlib import Path
 from tests.doubles.served import KEY, Served
 
 from bench._common import QUICK, memsync_command, report, run_command
-from memsync.pmm import Header, write_pmm_file
-from memsync.records import Record
+from memsync.base.pmm import Header, write_pmm_file
+from memsync.base.records import Record
 
 N = 2_000 if QUICK else 10_000
 TARGET = 30.0

@@ -13,10 +13,10 @@ from pathlib import Path
 from bench._common import QUICK, report, timed
 from bench.synthetic import SyntheticProvider
 from memsync.config import parse_config
+from memsync.engine.from_config import build_engine
+from memsync.engine.report import SyncOptions
 from memsync.providers.memory import MemoryProvider
 from memsync.staging import StagingStore
-from memsync.sync.from_config import build_engine
-from memsync.sync.report import SyncOptions
 
 N = 2_000 if QUICK else 10_000
 

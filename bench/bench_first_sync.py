@@ -193,9 +193,9 @@ def own_time_with_the_disk_taken_out(workdir: Path) -> None:
 def daemon_cycles(workdir: Path, n: int, *, one_percent: bool) -> None:
     """In one process, as the daemon runs them: first sync, no-change cycles, 1% changed."""
     from memsync.config import parse_config
+    from memsync.engine.from_config import build_engine
+    from memsync.engine.report import SyncOptions
     from memsync.staging import StagingStore
-    from memsync.sync.from_config import build_engine
-    from memsync.sync.report import SyncOptions
 
     source = workdir / f"daemon-source-{n}"
     if n == N:

@@ -31,15 +31,15 @@ from tests.doubles.mem0_server_app import Mem0ServerDouble
 
 from bench._common import QUICK, report
 from bench.synthetic import SyntheticProvider
+from memsync.base.secrets import Secret
 from memsync.config import parse_config
+from memsync.engine.from_config import build_engine
+from memsync.engine.report import SyncOptions
 from memsync.providers.base import Provider
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.platform import MAX_PAGE_SIZE, Mem0PlatformProvider
 from memsync.providers.mem0.server import Mem0ServerProvider
-from memsync.secrets import Secret
 from memsync.staging import StagingStore
-from memsync.sync.from_config import build_engine
-from memsync.sync.report import SyncOptions
 
 LATENCY = 0.05
 CONCURRENCY = 8

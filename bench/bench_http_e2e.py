@@ -36,8 +36,8 @@ from pathlib import Path
 from tests.doubles.served import KEY, Served
 
 from bench._common import QUICK, Command, memsync_command, report, run_command
-from memsync.pmm import Header, write_pmm_file
-from memsync.records import Record
+from memsync.base.pmm import Header, write_pmm_file
+from memsync.base.records import Record
 
 LATENCY = 0.05
 CONCURRENCY = 8

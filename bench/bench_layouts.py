@@ -45,14 +45,14 @@ def users_child(users: int, per_user: int, layout: str) -> None:
     import mnem
 
     from bench.synthetic import SyntheticProvider
+    from memsync.base.records import Record
+    from memsync.base.scopes import Scope
     from memsync.config import parse_config
+    from memsync.engine.report import SyncOptions
+    from memsync.orchestration.scopes.cycle import run_scoped_cycle
+    from memsync.orchestration.scopes.discovery import Discovery
     from memsync.providers.mnem.provider import build as build_mnem
-    from memsync.records import Record
-    from memsync.scopes import Scope
-    from memsync.scopes.cycle import run_scoped_cycle
-    from memsync.scopes.discovery import Discovery
     from memsync.staging import StagingStore
-    from memsync.sync.report import SyncOptions
 
     class Team(SyntheticProvider):
         def __init__(self, name: str, users: int, per_user: int, user: str = "") -> None:
@@ -125,13 +125,13 @@ def dates_child(nodes: int, dated: str) -> None:
     import mnem
 
     from memsync.config import parse_config
+    from memsync.engine.from_config import build_engine
+    from memsync.engine.report import SyncOptions
     from memsync.providers.base import Provider
     from memsync.providers.memory import MemoryProvider
     from memsync.providers.mnem.provider import MnemProvider
     from memsync.providers.mnem.provider import build as build_mnem
     from memsync.staging import StagingStore
-    from memsync.sync.from_config import build_engine
-    from memsync.sync.report import SyncOptions
 
     root = Path(tempfile.mkdtemp(prefix="memsync-bench-dates-"))
     store = mnem.init(str(root / "agents"))

@@ -156,10 +156,10 @@ def update_cycles(workdir: Path, n: int) -> None:
     import mnem
 
     from memsync.config import parse_config
+    from memsync.engine.from_config import build_engine
+    from memsync.engine.report import SyncOptions
     from memsync.providers.mnem.provider import MnemProvider
     from memsync.staging import StagingStore
-    from memsync.sync.from_config import build_engine
-    from memsync.sync.report import SyncOptions
 
     source = workdir / f"source-{n}"
     target = workdir / "cycles-mnem"

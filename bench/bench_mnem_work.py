@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.dou
 
 from tests.doubles import mnem_double as mnem
 
+from memsync.base.records import Outgoing
 from memsync.providers.base import Listing, WriteOp
 from memsync.providers.mnem.provider import MnemProvider
-from memsync.records import Outgoing
 
 N = 10_000
 CHANGED = 100

@@ -20,7 +20,7 @@ SIZES = (10_000, 100_000) if QUICK else (100_000, 1_000_000)
 
 
 def synthetic(n: int):  # type: ignore[no-untyped-def]
-    from memsync.records import Record
+    from memsync.base.records import Record
 
     for i in range(n):
         yield Record(
@@ -34,7 +34,7 @@ def synthetic(n: int):  # type: ignore[no-untyped-def]
 
 
 def child(mode: str, n: int, path: str) -> None:
-    from memsync.pmm import Header, open_pmm, record_to_pmm, write_pmm_file
+    from memsync.base.pmm import Header, open_pmm, record_to_pmm, write_pmm_file
 
     if mode == "baseline-write":
         records = [record_to_pmm(r) for r in synthetic(min(n, 1000))]

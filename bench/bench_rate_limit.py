@@ -33,14 +33,14 @@ from tests.doubles.mem0_platform_app import Mem0PlatformDouble, RateLimit
 
 from bench._common import QUICK, report
 from bench.synthetic import SyntheticProvider
+from memsync.base.secrets import Secret
 from memsync.config import parse_config
+from memsync.engine.from_config import build_engine
+from memsync.engine.report import SyncOptions
 from memsync.providers.http.pacing import RateLimitPacer, Ticket
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.platform import Mem0PlatformProvider
-from memsync.secrets import Secret
 from memsync.staging import StagingStore
-from memsync.sync.from_config import build_engine
-from memsync.sync.report import SyncOptions
 
 N = 5_000
 LIMIT = 1_000  # adds a window, as documented (a minute on the Platform)

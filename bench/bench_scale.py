@@ -20,10 +20,10 @@ SIZES = (10_000, 100_000) if QUICK else (10_000, 100_000, 1_000_000)
 def child(n: int) -> None:
     from bench.synthetic import SyntheticProvider
     from memsync.config import parse_config
+    from memsync.engine.from_config import build_engine
+    from memsync.engine.report import SyncOptions
     from memsync.providers.memory import MemoryProvider
     from memsync.staging import StagingStore
-    from memsync.sync.from_config import build_engine
-    from memsync.sync.report import SyncOptions
 
     config = parse_config(
         '[sync]\nactive = "source"\n'

@@ -45,15 +45,15 @@ def open_fds() -> int:
 
 def child(scopes: int, per_scope: int, target: str) -> None:
     from bench.synthetic import SyntheticProvider
+    from memsync.base.records import Record
+    from memsync.base.scopes import Scope
     from memsync.config import parse_config
+    from memsync.engine.report import SyncOptions
+    from memsync.orchestration.scopes.cycle import run_scoped_cycle
+    from memsync.orchestration.scopes.discovery import Discovery
     from memsync.providers.memory import MemoryProvider, MemoryStore
     from memsync.providers.mnem.provider import build as build_mnem
-    from memsync.records import Record
-    from memsync.scopes import Scope
-    from memsync.scopes.cycle import run_scoped_cycle
-    from memsync.scopes.discovery import Discovery
     from memsync.staging import StagingStore
-    from memsync.sync.report import SyncOptions
 
     class ScopedSource(SyntheticProvider):
         """Memories of user0000..userNNNN, ids unique across scopes (as Mem0's uuids are)."""

@@ -30,14 +30,14 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 
 from bench._common import QUICK, report
+from memsync.base.secrets import Secret
 from memsync.config import parse_config
+from memsync.engine.report import SyncOptions
+from memsync.orchestration.scopes.cycle import run_scoped_cycle
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.providers.pmm_dir import PmmDirProvider
-from memsync.scopes.cycle import run_scoped_cycle
-from memsync.secrets import Secret
 from memsync.staging import StagingStore
-from memsync.sync.report import SyncOptions
 
 LATENCY = 0.05
 USERS = 20

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from bench._common import QUICK, best_of, report
-from memsync.records import Record
+from memsync.base.records import Record
 from memsync.staging import StagingStore
 from memsync.staging.store import RECORD_COLUMNS, record_row
 

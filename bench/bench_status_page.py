@@ -17,11 +17,11 @@ from pathlib import Path
 import httpx
 
 from bench._common import QUICK, best_of, report
-from memsync.paths import resolve_paths
-from memsync.records import Record
+from memsync.base.paths import resolve_paths
+from memsync.base.records import Record
+from memsync.orchestration.ui.server import UiServer
 from memsync.staging import StagingStore
 from memsync.staging.store import record_row
-from memsync.ui.server import UiServer
 
 N = 30_000 if QUICK else 150_000  # memories per provider
 PROVIDERS = ("old", "new", "backup")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from memsync.base.records import Record
 from memsync.providers.base import Listing, Page, SimpleListing
 from memsync.providers.memory import MemoryProvider
-from memsync.records import Record
 
 
 class SyntheticProvider(MemoryProvider):

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from memsync.errors import NotFound, ProviderError
+from memsync.base.errors import NotFound, ProviderError
+from memsync.base.records import Outgoing, Record, parse_instant
 from memsync.providers.base import Provider, WriteOp, stored_text
-from memsync.records import Outgoing, Record, parse_instant
 
 Factory = Callable[[str], Provider]
 

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from memsync.config import SyncConfig
+from memsync.engine.cycle import Engine, EngineSettings
+from memsync.engine.from_config import engine_settings
+from memsync.engine.plan import Topology
+from memsync.engine.report import CycleReport, SyncOptions
 from memsync.providers.base import Provider
 from memsync.providers.memory import MemoryProvider, MemoryStore
 from memsync.staging import StagingStore
-from memsync.sync.cycle import Engine, EngineSettings
-from memsync.sync.from_config import engine_settings
-from memsync.sync.plan import Topology
-from memsync.sync.report import CycleReport, SyncOptions
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
+from memsync.engine.journal import memory_history
 from memsync.staging import StagingStore
-from memsync.sync.journal import memory_history
 from tests.conftest import run_memsync, write_config
 from tests.engine_helpers import World
 from tests.test_cli_foundation import pmm_file
@@ -236,7 +236,7 @@ def test_three_providers_holding_one_text_make_one_memory(tmp_path: Path) -> Non
 
 
 def test_verify_does_not_flag_a_text_written_again_after_it_was_synced(world: World) -> None:
-    from memsync.sync.verify import verify
+    from memsync.engine.verify import verify
 
     world.providers["mem0"].app_add("likes tea")
     world.sync()

@@ -19,14 +19,14 @@ import httpx
 import mnem  # the real SDK: a missing build is an error, not a skip
 import pytest
 
+from memsync.base.errors import ConfigError
+from memsync.base.paths import resolve_paths
+from memsync.base.scopes import Scope
+from memsync.base.secrets import resolve_secret
 from memsync.config import Config, Mem0PlatformConfig, parse_config
-from memsync.errors import ConfigError
-from memsync.paths import resolve_paths
+from memsync.orchestration.ui.server import UiServer
 from memsync.providers.mem0 import platform as platform_module
 from memsync.providers.mem0.platform import Mem0PlatformProvider
-from memsync.scopes import Scope
-from memsync.secrets import resolve_secret
-from memsync.ui.server import UiServer
 from tests.conftest import write_config
 from tests.doubles.mem0_platform_app import Mem0PlatformDouble
 from tests.test_scopes import mnem_texts, pmm_texts, sync_json

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from memsync.base.paths import resolve_paths
+from memsync.base.pmm import Rejected, open_pmm
+from memsync.base.records import Record
 from memsync.config import load_config
-from memsync.daemon import backups
-from memsync.daemon.backups import family_of, list_backups, take_backups
-from memsync.paths import resolve_paths
-from memsync.pmm import Rejected, open_pmm
+from memsync.orchestration.daemon import backups
+from memsync.orchestration.daemon.backups import family_of, list_backups, take_backups
 from memsync.providers import FACTORIES
 from memsync.providers.base import Provider
-from memsync.records import Record
 from memsync.staging import StagingStore
 from tests.conftest import run_memsync, subprocess_env, write_config
 

@@ -19,12 +19,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memsync.errors import ProviderUnreachable, TransientProviderError
-from memsync.pmm import Header, write_pmm_file
+from memsync.base.errors import ProviderUnreachable, TransientProviderError
+from memsync.base.pmm import Header, write_pmm_file
+from memsync.base.records import Record
 from memsync.providers.http.breaker import THRESHOLD
 from memsync.providers.http.client import HttpClient
 from memsync.providers.http.retry import RetryPolicy
-from memsync.records import Record
 from tests.conftest import run_memsync, write_config
 from tests.doubles.served import KEY, Served
 

@@ -5,7 +5,7 @@ The holder is a second process with the real mnem SDK that opens the store, writ
 (as an agent would, while memsync cannot get in) and keeps its one handle until told to stop.
 ``status``, the status page and the log say since when the store is busy and which process
 holds it; an hour unsynced is a warning, a day an alarm (logged once, then daily). Days pass
-through ``memsync.sync.unsynced.clock``: everything else (the store, the lock, the cycles) is
+through ``memsync.engine.unsynced.clock``: everything else (the store, the lock, the cycles) is
 real.
 """
 
@@ -26,12 +26,12 @@ import pytest
 from click.testing import CliRunner
 from playwright.sync_api import Browser, expect
 
+from memsync.base.paths import resolve_paths
 from memsync.cli import main
-from memsync.paths import resolve_paths
+from memsync.engine import unsynced
+from memsync.orchestration.status import collect_status
+from memsync.orchestration.ui.server import UiServer
 from memsync.staging import StagingStore
-from memsync.status import collect_status
-from memsync.sync import unsynced
-from memsync.ui.server import UiServer
 from tests.conftest import subprocess_env, write_config
 from tests.mnem_sdk import real_sdk
 from tests.test_daemon import DaemonProcess
@@ -161,7 +161,7 @@ def test_a_store_held_for_days_warns_then_alarms_in_status_the_page_and_the_log(
         found = [
             (r.levelno, r.getMessage())
             for r in caplog.records
-            if r.name == "memsync.sync.unsynced" and r.levelno >= logging.WARNING
+            if r.name == "memsync.engine.unsynced" and r.levelno >= logging.WARNING
         ]
         caplog.clear()
         return found
@@ -204,7 +204,7 @@ def test_a_store_held_for_days_warns_then_alarms_in_status_the_page_and_the_log(
 
 def caplog_messages(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
     return [
-        (r.levelno, r.getMessage()) for r in caplog.records if r.name == "memsync.sync.unsynced"
+        (r.levelno, r.getMessage()) for r in caplog.records if r.name == "memsync.engine.unsynced"
     ]
 
 

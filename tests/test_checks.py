@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memsync.checks import check_providers
 from memsync.config import parse_config
+from memsync.orchestration.checks import check_providers
 
 CONFIG = """
 [sync]

@@ -137,7 +137,7 @@ def test_import_reports_duplicates_empties_and_rejections(cli, home: Path, tmp_p
     assert result.exit_code == 1  # some records were rejected
     report = json.loads(result.output)
     # m4 holds m1's text under another id: a second copy, kept (the target held none), the
-    # way sync pairs copies one to one (memsync.sameness).
+    # way sync pairs copies one to one (memsync.base.sameness).
     assert report["imported"] == 3
     assert not [s for s in report["skipped"] if s["reason"] == "duplicate"]
     assert {"id": "m2", "reason": "empty content"} in report["skipped"]

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from memsync.base.errors import ConfigError
+from memsync.base.secrets import resolve_secret
 from memsync.config import load_config, parse_config, parse_duration
-from memsync.errors import ConfigError
-from memsync.secrets import resolve_secret
 
 VALID = """
 [sync]

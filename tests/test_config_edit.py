@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from memsync.config_edit import set_active
-from memsync.errors import ConfigError
+from memsync.base.errors import ConfigError
+from memsync.config.edit import set_active
 
 CONFIG = """\
 # my memsync setup -- hand written

@@ -3,7 +3,7 @@
 Two real Mem0 OSS stores already share 200 memories under different ids, with 20 of their own
 each, and a PMM backup. Adoption relinks in one transaction (a kill inside it keeps nothing);
 once committed, the next run must neither adopt twice nor copy what was adopted: every store
-converges to the union with no extra copy. Kill points are memsync.faults points.
+converges to the union with no extra copy. Kill points are memsync.base.faults points.
 """
 
 from __future__ import annotations

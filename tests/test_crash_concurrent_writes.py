@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from memsync.base.records import Outgoing
 from memsync.providers.pmm_dir import PmmDirProvider
-from memsync.records import Outgoing
 from tests.conftest import run_memsync, write_config
 from tests.doubles.mem0_platform_app import Mem0PlatformDouble
 

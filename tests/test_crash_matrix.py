@@ -2,7 +2,7 @@
 lands, check that the step's side effect has (or has not) happened when the kill lands, then
 run again and check that every provider converges: nothing lost, nothing doubled, no delete.
 
-The kill is ``os.kill(SIGKILL)`` inside a real `memsync` subprocess (memsync.faults, enabled
+The kill is ``os.kill(SIGKILL)`` inside a real `memsync` subprocess (memsync.base.faults, enabled
 only by MEMSYNC_KILL_AT): no ``finally`` block runs, so a write whose outcome was not yet
 recorded really loses it. Replay order is fixed (engine ``_replay_rank``): the active backend
 first, then the other providers, push-only backups last; the kill points are chosen from that

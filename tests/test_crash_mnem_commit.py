@@ -1,7 +1,7 @@
 """A real `memsync sync` SIGKILLed inside the real mnem SDK's commit, and the cycle after it.
 
 mnem's commit is one redb write transaction, run in Rust with the GIL held, so no thread of
-memsync could act during it. ``memsync.faults.killed_inside`` starts a watcher process before
+memsync could act during it. ``memsync.base.faults.killed_inside`` starts a watcher process before
 the commit and that process sends SIGKILL once memsync's writing thread has spent 2 ms of CPU
 inside the call (the kernel's accounting in /proc) and the call has not returned; it reports
 what it did. The batch is a first sync of a few thousand Mem0 memories into a new store, a

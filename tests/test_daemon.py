@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from memsync.daemon.logging import OneLineFormatter, Redactor, journal_attached
-from memsync.daemon.notify import Notifier
-from memsync.daemon.service import summarize
-from memsync.sync.report import CycleReport, ProviderOutcome
+from memsync.engine.report import CycleReport, ProviderOutcome
+from memsync.orchestration.daemon.logging import OneLineFormatter, Redactor, journal_attached
+from memsync.orchestration.daemon.notify import Notifier
+from memsync.orchestration.daemon.service import summarize
 from tests.conftest import run_memsync, subprocess_env, write_config
 
 CONFIG = """
@@ -432,7 +432,7 @@ direction = "push"
     )
     add_memories(home, ("m1", "likes green tea"))
     daemon = daemons(home, MEMSYNC_TEST_KEY=key)
-    wait_until(lambda: (home / "run" / "memsync.lock").exists(), 60, "the first cycle")
+    wait_until(lambda: (home / "run" / "memsync.base.lock").exists(), 60, "the first cycle")
     manual = subprocess.run(
         [sys.executable, "-m", "memsync", "sync", "--wait", "0.5"],
         env=subprocess_env(MEMSYNC_HOME=str(home), MEMSYNC_TEST_KEY=key),
@@ -597,8 +597,8 @@ def test_daemon_takes_backups_on_its_interval_and_keeps_the_newest(
 
 
 def test_a_lock_directory_that_cannot_be_made_is_one_clear_error(tmp_path: Path) -> None:
-    from memsync.errors import MemsyncError
-    from memsync.lock import ProcessLock
+    from memsync.base.errors import MemsyncError
+    from memsync.base.lock import ProcessLock
 
     (tmp_path / "not-a-dir").write_text("")
     with pytest.raises(MemsyncError, match=r"cannot create the lock file .*MEMSYNC_HOME"):
@@ -606,7 +606,7 @@ def test_a_lock_directory_that_cannot_be_made_is_one_clear_error(tmp_path: Path)
 
 
 def test_status_text_says_how_each_provider_fared(capsys: pytest.CaptureFixture[str]) -> None:
-    from memsync.status import render_status
+    from memsync.orchestration.status import render_status
 
     def cycle(state: str, **extra: object) -> dict[str, object]:
         return {

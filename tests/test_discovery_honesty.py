@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from memsync.paths import Paths
-from memsync.ui.metrics import Metrics
+from memsync.base.paths import Paths
+from memsync.orchestration.ui.metrics import Metrics
 from tests.conftest import run_memsync, write_config
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 from tests.live_world import serve

@@ -20,16 +20,16 @@ import httpx
 import mnem  # a missing SDK is an error: build it with ../shared/mnem-sdk/build.sh
 import pytest
 
-from memsync.dream import Dream
+from memsync.base.dream import Dream
+from memsync.base.records import Record, fingerprint
+from memsync.base.secrets import Secret
+from memsync.engine.report import CycleReport, SyncOptions
 from memsync.providers.mem0.convert import record_from_mem0, version_of
 from memsync.providers.mem0.platform import Mem0PlatformProvider
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.providers.mnem.provider import MnemProvider
 from memsync.providers.pmm_dir import PmmDirProvider
-from memsync.records import Record, fingerprint
-from memsync.secrets import Secret
 from memsync.staging import StagingStore
-from memsync.sync.report import CycleReport, SyncOptions
 from tests.doubles.mem0_platform_app import Mem0PlatformDouble
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 from tests.engine_helpers import config_for
@@ -348,9 +348,9 @@ def test_mnems_daily_sweep_forgets_a_retired_memory_an_older_memsync_wrote_as_pl
     # Before Dream's states counted, memsync copied a superseded fact into mnem as a plain
     # memory (its state already in the note's provenance). The first listing of the day
     # forgets it; its history keeps it.
+    from memsync.base.records import Outgoing
     from memsync.providers.mnem import expiry
     from memsync.providers.mnem.convert import node_spec
-    from memsync.records import Outgoing
 
     path = tmp_path / "brain"
     store = mnem.init(str(path))

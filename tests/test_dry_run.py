@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import memsync.records
+import memsync.base.records
 from memsync.cli import main
+from memsync.engine.journal import log_entries
 from memsync.staging import StagingStore
-from memsync.sync.journal import log_entries
 from tests.conftest import write_config
 from tests.mem0_fixtures import DIMS, mem0_payload
 from tests.mnem_sdk import real_sdk
@@ -237,7 +237,7 @@ def agent_rewrite_in_mnem(world: World) -> None:
 def expiry(world: World) -> None:
     """Three days pass: the Lisbon memory's date is behind it, and nobody edited anything."""
     shifted = datetime.now(UTC) + timedelta(days=3)
-    world.monkeypatch.setattr(memsync.records, "utc_clock", lambda: shifted)
+    world.monkeypatch.setattr(memsync.base.records, "utc_clock", lambda: shifted)
 
 
 def adoption(world: World) -> None:

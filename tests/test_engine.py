@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from memsync.engine.journal import memory_history, records_at
+from memsync.engine.report import SyncOptions
 from memsync.staging import StagingStore
-from memsync.sync.journal import memory_history, records_at
-from memsync.sync.report import SyncOptions
 from tests.engine_helpers import PowerCut, World
 
 

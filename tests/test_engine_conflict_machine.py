@@ -51,15 +51,15 @@ from hypothesis import HealthCheck, currently_in_test_context, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from memsync.pmm import Header, write_pmm_file
+from memsync.base.pmm import Header, write_pmm_file
+from memsync.base.records import Record
+from memsync.engine.conflicts import choose_winner, list_conflicts
+from memsync.engine.plan import Policy
 from memsync.providers.base import Provider
 from memsync.providers.memory import MemoryProvider, MemoryStore
 from memsync.providers.mnem.provider import MnemProvider
 from memsync.providers.pmm_dir import PmmDirProvider, scope_file_name
-from memsync.records import Record
 from memsync.staging import StagingStore
-from memsync.sync.conflicts import choose_winner, list_conflicts
-from memsync.sync.plan import Policy
 from tests.engine_helpers import World
 from tests.mnem_sdk import real_sdk
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from memsync.base.exclude import CONTENT_KIND_KEY, Exclusion, check_glob
 from memsync.cli import main
-from memsync.exclude import CONTENT_KIND_KEY, Exclusion, check_glob
 from memsync.providers.mnem import convert
 from tests.conftest import write_config
 from tests.engine_helpers import World

@@ -18,15 +18,15 @@ import httpx
 import mnem  # a missing SDK is an error: build it with ../shared/mnem-sdk/build.sh
 import pytest
 
-import memsync.records
+import memsync.base.records
+from memsync.base.secrets import Secret
+from memsync.engine.report import CycleReport, SyncOptions
 from memsync.providers.base import Provider
 from memsync.providers.mem0.platform import Mem0PlatformProvider
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.providers.mnem.provider import MnemProvider
 from memsync.providers.pmm_dir import PmmDirProvider
-from memsync.secrets import Secret
 from memsync.staging import StagingStore
-from memsync.sync.report import CycleReport, SyncOptions
 from tests.doubles.mem0_platform_app import Mem0PlatformDouble
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 from tests.engine_helpers import config_for
@@ -53,7 +53,9 @@ class Clock:
                 return datetime.now(tz) + clock.offset
 
         monkeypatch.setattr(mem0_main, "datetime", ShiftedDatetime)
-        monkeypatch.setattr(memsync.records, "utc_clock", lambda: datetime.now(UTC) + self.offset)
+        monkeypatch.setattr(
+            memsync.base.records, "utc_clock", lambda: datetime.now(UTC) + self.offset
+        )
 
     def advance(self, days: int) -> None:
         self.offset += timedelta(days=days)
@@ -283,7 +285,7 @@ def test_a_date_set_in_mnem_reaches_mem0_natively(
     mnem_provider.open()
     record = mnem_provider.get(f"mem0:{memory_id}")
     assert record is not None
-    from memsync.records import Outgoing
+    from memsync.base.records import Outgoing
 
     changed = Outgoing.from_record(record, origin=f"mem0:{memory_id}")
     changed.expiration_date = DUE

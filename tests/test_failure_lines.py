@@ -4,8 +4,8 @@ into one line, and the exit code follows the worst."""
 
 from __future__ import annotations
 
-from memsync.sync.plan import WriteKind
-from memsync.sync.report import (
+from memsync.engine.plan import WriteKind
+from memsync.engine.report import (
     CycleReport,
     FailureEntry,
     ProviderOutcome,

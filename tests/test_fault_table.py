@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from memsync.base.secrets import Secret
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.oss import Mem0OssProvider
 from memsync.providers.mem0.platform import Mem0PlatformProvider
 from memsync.providers.memory import MemoryProvider
-from memsync.secrets import Secret
 from memsync.staging import StagingStore
 from tests.contract import list_all
 from tests.doubles import Fault

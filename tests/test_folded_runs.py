@@ -16,10 +16,10 @@ import pytest
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobEvent
 from apscheduler.triggers.interval import IntervalTrigger
 
+from memsync.base.paths import resolve_paths
 from memsync.config import load_config
-from memsync.daemon.folded_runs import _duration
-from memsync.daemon.service import Daemon
-from memsync.paths import resolve_paths
+from memsync.orchestration.daemon.folded_runs import _duration
+from memsync.orchestration.daemon.service import Daemon
 from tests.conftest import write_config
 from tests.test_daemon import CONFIG, wait_until
 

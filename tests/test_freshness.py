@@ -14,11 +14,11 @@ from typing import Any
 import mnem  # a missing SDK is an error: build it with ../shared/mnem-sdk/build.sh
 import pytest
 
-import memsync.sync.cycle as engine_module
+import memsync.engine.cycle as engine_module
+from memsync.engine.report import CycleReport, SyncOptions
 from memsync.providers.memory import MemoryProvider, MemoryStore
 from memsync.providers.mnem.provider import MnemProvider
 from memsync.staging import StagingStore
-from memsync.sync.report import CycleReport, SyncOptions
 from tests.engine_helpers import config_for
 from tests.mem0_fixtures import open_provider
 from tests.test_expiry import PlatformSide, ServerSide

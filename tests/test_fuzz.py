@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memsync.base.errors import ConfigError, PMMError
+from memsync.base.pmm import Rejected, open_pmm
+from memsync.base.records import Record
 from memsync.config import parse_config
-from memsync.errors import ConfigError, PMMError
-from memsync.pmm import Rejected, open_pmm
-from memsync.records import Record
 
 SHORT = int(os.environ.get("MEMSYNC_FUZZ_EXAMPLES", "400"))
 LONG = 10_000

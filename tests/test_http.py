@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from memsync.errors import (
+from memsync.base.errors import (
     AuthError,
     ConfigError,
     InvalidResponse,
@@ -18,9 +18,9 @@ from memsync.errors import (
     ProviderError,
     TransientProviderError,
 )
+from memsync.base.secrets import Secret
 from memsync.providers.http.client import HttpClient
 from memsync.providers.http.retry import RetryPolicy, parse_retry_after
-from memsync.secrets import Secret
 
 KEY = "sk-live-do-not-leak-0123456789"
 POLICY = RetryPolicy(attempts=4, initial_backoff=0.1, max_backoff=0.4, max_elapsed=60.0)

@@ -8,12 +8,12 @@ from collections.abc import Iterator
 
 import httpx
 
-from memsync.errors import AuthError, ProviderUnreachable
+from memsync.base.errors import AuthError, ProviderUnreachable
+from memsync.base.records import Outgoing
 from memsync.providers.base import WriteOp, WriteResult
 from memsync.providers.concurrent import PagesAhead, lanes, write_concurrently
 from memsync.providers.http.client import HttpClient
 from memsync.providers.http.retry import RetryPolicy
-from memsync.records import Outgoing
 
 PATIENCE = 30.0  # seconds a test waits for another thread; never reached when things work
 

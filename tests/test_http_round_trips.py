@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memsync.base.secrets import Secret
+from memsync.engine.report import SyncOptions
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.providers.memory import MemoryProvider
-from memsync.secrets import Secret
 from memsync.staging import StagingStore
-from memsync.sync.report import SyncOptions
 from tests.contract import list_all
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 from tests.engine_helpers import config_for

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 import memsync
-from memsync.errors import ProviderError, TransientProviderError
-from memsync.migrate import MigrationReport, import_mem0, migrate
+from memsync.base.errors import ProviderError, TransientProviderError
+from memsync.base.records import parse_instant
+from memsync.orchestration.migrate import MigrationReport, import_mem0, migrate
 from memsync.providers.mem0.oss import Mem0OssProvider
 from memsync.providers.mnem.handle import StagedChangesPresent
 from memsync.providers.mnem.provider import MnemProvider
-from memsync.records import parse_instant
 from tests.contract import list_all
 from tests.doubles import mnem_double
 from tests.mem0_fixtures import insert_behind_memsync, mem0_payload, open_provider

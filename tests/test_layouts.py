@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
+from memsync.base.errors import ConfigError
+from memsync.base.records import Outgoing, Record
+from memsync.base.scopes import HostileScope, Scope
 from memsync.config import parse_config
-from memsync.errors import ConfigError
 from memsync.providers.mnem.convert import memsync_note, node_spec, record_from_node
 from memsync.providers.mnem.layouts import MEM0, LangGraphLayout, read_value
-from memsync.records import Outgoing, Record
-from memsync.scopes import HostileScope, Scope
 from tests.mnem_sdk import real_sdk
 
 ALICE = Scope.of({"user_id": "alice"})

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from memsync.base.paths import Paths
 from memsync.config import Config, parse_config
-from memsync.paths import Paths
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 from tests.live_world import ServedServer, served_mem0_server
 from tests.test_live_watch import Running, agent_writes, paths_in, running, wait_until
@@ -199,7 +199,7 @@ def test_a_burst_of_hundreds_of_scopes_is_one_cycle_and_never_a_loop(
     import subprocess
     import sys
 
-    from memsync.lock import cycle_lock
+    from memsync.base.lock import cycle_lock
 
     with served_mem0_server(indexed=True) as server:
         for number in range(BURST):

@@ -17,24 +17,24 @@ from typing import Any
 
 import pytest
 
+from memsync.base.paths import Paths
+from memsync.base.records import Outgoing
+from memsync.base.scopes import Scope
+from memsync.base.secrets import Secret
 from memsync.config import Config, parse_config
-from memsync.paths import Paths
-from memsync.providers.hindsight.provider import HindsightProvider
-from memsync.providers.mem0.platform import Mem0PlatformProvider
-from memsync.providers.mem0.server import Mem0ServerProvider
-from memsync.records import Outgoing
-from memsync.scopes import Scope
-from memsync.scopes.probes import (
+from memsync.engine.report import SyncOptions
+from memsync.orchestration.live.probes import (
     WHOLE,
     HindsightDocumentsProbe,
     PlatformChangesProbe,
     ProbeUnsure,
     ServerEntitiesProbe,
 )
-from memsync.scopes.triggers import Live
-from memsync.secrets import Secret
-from memsync.sync.report import SyncOptions
-from memsync.sync.runner import run_sync
+from memsync.orchestration.live.triggers import Live
+from memsync.orchestration.runner import run_sync
+from memsync.providers.hindsight.provider import HindsightProvider
+from memsync.providers.mem0.platform import Mem0PlatformProvider
+from memsync.providers.mem0.server import Mem0ServerProvider
 from tests.doubles import Fault
 from tests.doubles.hindsight_app import HindsightDouble
 from tests.doubles.mem0_platform_app import Mem0PlatformDouble
@@ -467,7 +467,7 @@ def test_the_hindsight_probe_sees_a_retain_and_a_delete() -> None:
 
 
 def test_the_probe_setting_takes_a_duration_or_off_and_refuses_less_than_a_second() -> None:
-    from memsync.errors import ConfigError
+    from memsync.base.errors import ConfigError
 
     def sync(line: str) -> Any:
         return parse_config(

@@ -21,11 +21,12 @@ from typing import Any
 
 import pytest
 
+from memsync.base.paths import Paths
+from memsync.base.scopes import Scope
 from memsync.config import Config, parse_config
-from memsync.paths import Paths
-from memsync.scopes import Scope
-from memsync.scopes.triggers import Live
-from memsync.scopes.watch import (
+from memsync.engine.report import SyncOptions
+from memsync.orchestration.live.triggers import Live
+from memsync.orchestration.live.watch import (
     Hint,
     MnemTemplate,
     PmmDir,
@@ -33,8 +34,7 @@ from memsync.scopes.watch import (
     mnem_settled,
     signature_of,
 )
-from memsync.sync.report import SyncOptions
-from memsync.sync.runner import run_sync
+from memsync.orchestration.runner import run_sync
 from tests.live_world import ServedServer, served_mem0_server
 from tests.mnem_sdk import real_sdk
 

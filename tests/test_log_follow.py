@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from memsync.records import Record, utc_now_iso
-from memsync.scopes.model import Scope, scoped_name
+from memsync.base.records import Record, utc_now_iso
+from memsync.base.scopes import Scope, scoped_name
+from memsync.engine.journal import FOLLOW_PAGE, follow_entries
 from memsync.staging import StagingStore
 from memsync.staging.journal import journal_row
-from memsync.sync.journal import FOLLOW_PAGE, follow_entries
 from tests.conftest import run_memsync, subprocess_env, write_config
 from tests.test_daemon import CONFIG, add_memories, wait_until
 

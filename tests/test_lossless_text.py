@@ -12,12 +12,12 @@ import sqlite3
 import unicodedata
 from pathlib import Path
 
+from memsync.base.records import Outgoing, normalise_text
 from memsync.config import parse_config
+from memsync.engine.from_config import build_engine
+from memsync.engine.report import SyncOptions
 from memsync.providers.pmm_dir import PmmDirProvider
-from memsync.records import Outgoing, normalise_text
 from memsync.staging import StagingStore
-from memsync.sync.from_config import build_engine
-from memsync.sync.report import SyncOptions
 from tests.engine_helpers import World
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -195,11 +195,11 @@ def test_the_upgrade_refreshes_exact_bytes_even_where_the_version_token_is_uncha
 ) -> None:
     # A provider with version tokens (Mem0, mnem) would otherwise skip an unchanged record
     # before comparing fingerprints, and the mirror would keep the old normalised text.
+    from memsync.base.records import Record
+    from memsync.engine.mirror import DeleteLimits, Mirror, check_identity
     from memsync.providers.memory import MemoryProvider, MemoryStore
-    from memsync.records import Record
     from memsync.staging.schema import MIGRATIONS
     from memsync.staging.store import _statements, record_row
-    from memsync.sync.mirror import DeleteLimits, Mirror, check_identity
 
     exact = "  padded, as the application wrote it \n"
     store = MemoryStore()

@@ -7,10 +7,10 @@ import threading
 import time
 from typing import Any
 
+from memsync.base.records import Outgoing
 from memsync.providers.base import WriteOp
 from memsync.providers.mem0.hash_embedder import HashEmbedder
 from memsync.providers.mem0.oss import Mem0OssProvider
-from memsync.records import Outgoing
 from tests.contract import list_all
 from tests.doubles.mem0_server_app import DIMS, offline_memory
 

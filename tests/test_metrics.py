@@ -14,14 +14,14 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from memsync.paths import resolve_paths
-from memsync.records import parse_instant, utc_now_iso
-from memsync.scopes.model import Scope, scoped_name
+from memsync.base.paths import resolve_paths
+from memsync.base.records import parse_instant, utc_now_iso
+from memsync.base.scopes import Scope, scoped_name
+from memsync.engine.plan import WriteKind
+from memsync.orchestration.status import cycle_history
+from memsync.orchestration.ui.auth import METRICS_TOKEN_FILE, load_or_create_token
+from memsync.orchestration.ui.metrics import Metrics
 from memsync.staging import StagingStore
-from memsync.status import cycle_history
-from memsync.sync.plan import WriteKind
-from memsync.ui.auth import METRICS_TOKEN_FILE, load_or_create_token
-from memsync.ui.metrics import Metrics
 from tests.conftest import run_memsync, write_config
 from tests.engine_helpers import World
 from tests.test_daemon import CONFIG, DaemonProcess, add_memories, contents, edit_config, wait_until

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from memsync.base.errors import ConfigError, ProviderError
+from memsync.base.scopes import Scope
 from memsync.config import parse_config
-from memsync.errors import ConfigError, ProviderError
+from memsync.engine.report import SyncOptions
+from memsync.orchestration.scopes.cycle import run_scoped_cycle
+from memsync.orchestration.scopes.named import NamedScopes, parse_scopes
 from memsync.providers import build_provider
 from memsync.providers.mem0 import server_database
 from memsync.providers.pmm_dir import PmmDirProvider
-from memsync.scopes.cycle import run_scoped_cycle
-from memsync.scopes.model import Scope
-from memsync.scopes.named import NamedScopes, parse_scopes
 from memsync.staging import StagingStore
-from memsync.sync.report import SyncOptions
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 from tests.test_server_database import ADMIN, provider
 

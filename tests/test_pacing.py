@@ -18,13 +18,13 @@ import pytest
 
 os.environ.setdefault("MEM0_TELEMETRY", "False")  # before mem0 is imported
 
+from memsync.base.records import Outgoing
+from memsync.base.secrets import Secret
+from memsync.orchestration.scopes.binding import _http_bound
 from memsync.providers.base import WriteOp
 from memsync.providers.http.client import HttpClient
 from memsync.providers.http.pacing import RateLimitPacer, read_headers, route_of
 from memsync.providers.mem0.platform import Mem0PlatformProvider
-from memsync.records import Outgoing
-from memsync.scopes.binding import _http_bound
-from memsync.secrets import Secret
 from tests.doubles.mem0_platform_app import Mem0PlatformDouble, RateLimit
 
 KEY = "m0-pacing-key-0123456789"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from memsync.sync.plan import Action, LinkView, Side, Topology, Version, keep_both_link, plan_link
+from memsync.engine.plan import Action, LinkView, Side, Topology, Version, keep_both_link, plan_link
 
 T_OLD, T_NEW = "2026-01-01T10:00:00+00:00", "2026-01-01T11:00:00+00:00"
 
@@ -251,12 +251,12 @@ def test_a_copy_edited_after_the_agreed_version_wins() -> None:
 # --- first sight: copies both sides held before memsync linked them (adoption) --------------
 #
 # Each provider lists copies as "text/metadata" (metadata "m" unless said). Copies of one text
-# are paired by memsync.sync.adopt.pair_copies, then every resulting memory is planned: what
+# are paired by memsync.engine.adopt.pair_copies, then every resulting memory is planned: what
 # the table checks is how many copies were adopted and what is written.
 
 from collections import Counter  # noqa: E402
 
-from memsync.sync.adopt import Copy, OpenMemory, pair_copies  # noqa: E402
+from memsync.engine.adopt import Copy, OpenMemory, pair_copies  # noqa: E402
 
 
 def first_sight(

@@ -16,7 +16,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsync.sync.plan import (
+from memsync.engine.plan import (
     Decision,
     LinkView,
     Side,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from memsync.errors import PMMError
-from memsync.pmm import Header, Rejected, SeenIds, open_pmm, write_pmm_file
-from memsync.records import Record
+from memsync.base.errors import PMMError
+from memsync.base.pmm import Header, Rejected, SeenIds, open_pmm, write_pmm_file
+from memsync.base.records import Record
 
 HEADER = {
     "pmm_version": 1,

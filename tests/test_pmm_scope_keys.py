@@ -15,11 +15,11 @@ from typing import Any
 
 import mnem  # the real SDK: a missing build is an error, not a skip
 
+from memsync.base.pmm import Header, write_pmm_file
+from memsync.base.records import Outgoing, Record
 from memsync.config import load_config
-from memsync.pmm import Header, write_pmm_file
 from memsync.providers import build_provider
 from memsync.providers.pmm_dir import PmmDirProvider
-from memsync.records import Outgoing, Record
 from tests.conftest import write_config
 from tests.mem0_fixtures import DIMS
 

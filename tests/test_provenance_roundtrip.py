@@ -13,10 +13,10 @@ from typing import Any
 import mnem  # a missing SDK is an error: build it with ../shared/mnem-sdk/build.sh
 import pytest
 
-from memsync.migrate import migrate
+from memsync.base.records import Record, parse_instant
+from memsync.orchestration.migrate import migrate
 from memsync.providers.base import Provider
 from memsync.providers.mnem.provider import MnemProvider
-from memsync.records import Record, parse_instant
 from tests.test_expiry import SIDES, LibrarySide, Mem0Side, PlatformSide
 
 CREATED = "2021-06-01T09:30:00-07:00"

@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
+from memsync.base.errors import AuthError, InvalidResponse, ProviderError, TransientProviderError
+from memsync.base.records import ORIGIN_KEY
+from memsync.base.secrets import Secret
 from memsync.config import parse_config
-from memsync.errors import AuthError, InvalidResponse, ProviderError, TransientProviderError
 from memsync.providers import build_provider
 from memsync.providers.base import Provider, WriteOp
 from memsync.providers.cognee.convert import CREATED_KEY, text_file_name
 from memsync.providers.cognee.provider import CogneeProvider
 from memsync.providers.http.retry import RetryPolicy
-from memsync.records import ORIGIN_KEY
-from memsync.secrets import Secret
 from tests.contract import ProviderContract, item, list_all
 from tests.doubles import Fault
 from tests.doubles.cognee_app import CogneeDouble

@@ -17,25 +17,25 @@ from typing import Any
 import httpx
 import pytest
 
-from memsync.config import parse_config
-from memsync.errors import (
+from memsync.base.errors import (
     AuthError,
     InvalidResponse,
     NotFound,
     ProviderError,
     TransientProviderError,
 )
+from memsync.base.records import ORIGIN_KEY, Outgoing
+from memsync.base.secrets import Secret
+from memsync.config import parse_config
+from memsync.engine.from_config import build_engine
+from memsync.engine.report import CycleReport, SyncOptions
 from memsync.providers import build_provider
 from memsync.providers.base import Provider
 from memsync.providers.hindsight.convert import JSON_MARKER, decode_value, encode_value
 from memsync.providers.hindsight.provider import HindsightProvider
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.memory import MemoryProvider
-from memsync.records import ORIGIN_KEY, Outgoing
-from memsync.secrets import Secret
 from memsync.staging import StagingStore
-from memsync.sync.from_config import build_engine
-from memsync.sync.report import CycleReport, SyncOptions
 from tests.contract import ProviderContract, item, list_all
 from tests.doubles import Fault
 from tests.doubles.hindsight_app import HindsightDouble

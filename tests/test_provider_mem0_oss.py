@@ -21,8 +21,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memsync.base.errors import ConfigError, NotFound, ProviderBusy, ProviderError
+from memsync.base.records import Outgoing, parse_instant
+from memsync.base.secrets import Secret
 from memsync.config import parse_config
-from memsync.errors import ConfigError, NotFound, ProviderBusy, ProviderError
 from memsync.providers.base import Provider, WriteOp
 from memsync.providers.mem0 import oss_memory
 from memsync.providers.mem0.oss import Mem0Listing, Mem0OssProvider, build
@@ -32,8 +34,6 @@ from memsync.providers.mem0.oss_config import (
     prepare_mem0_environment,
 )
 from memsync.providers.mem0.paging import fetch_all, start_for
-from memsync.records import Outgoing, parse_instant
-from memsync.secrets import Secret
 from tests.contract import ProviderContract, item, list_all
 from tests.mem0_fixtures import (
     DIMS,
@@ -348,14 +348,14 @@ _CLEAN_RUN = textwrap.dedent(
         return real_connect(self, address)
     socket.socket.connect = spy
     from memsync.config import load_config
-    from memsync.errors import ProviderError
+    from memsync.base.errors import ProviderError
     from memsync.providers import build_provider
     provider = build_provider("app", load_config(Path(sys.argv[1])))
     provider.open()
     listed = sum(len(p.records) for p in provider.listing().pages())
     started = time.monotonic()
     try:
-        provider.create(__import__("memsync.records").records.Outgoing("t:1", "hello"))
+        provider.create(__import__("memsync.base.records").records.Outgoing("t:1", "hello"))
         error = None
     except ProviderError as exc:
         error = str(exc)

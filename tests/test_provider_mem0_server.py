@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from memsync.config import parse_config
-from memsync.errors import (
+from memsync.base.errors import (
     AuthError,
     ConfigError,
     InvalidResponse,
@@ -24,12 +23,13 @@ from memsync.errors import (
     ProviderError,
     TransientProviderError,
 )
+from memsync.base.records import Outgoing
+from memsync.base.secrets import Secret
+from memsync.config import parse_config
 from memsync.providers import build_provider
 from memsync.providers.base import Provider, WriteOp
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.server import Mem0ServerProvider
-from memsync.records import Outgoing
-from memsync.secrets import Secret
 from tests.contract import ProviderContract, item, list_all
 from tests.doubles import Fault
 from tests.doubles.mem0_server_app import Mem0ServerDouble

@@ -21,15 +21,15 @@ from typing import Any
 
 import pytest
 
+from memsync.base.errors import NotFound, ProviderBusy, ProviderError, ProviderUnavailable
+from memsync.base.records import Outgoing, parse_instant
 from memsync.config import parse_config
-from memsync.errors import NotFound, ProviderBusy, ProviderError, ProviderUnavailable
 from memsync.providers import build_provider
 from memsync.providers.base import Provider, WriteOp
 from memsync.providers.mnem.batch import NodeIdCollision
 from memsync.providers.mnem.convert import CONTENT_JSON_KEY
 from memsync.providers.mnem.handle import StagedChangesPresent
 from memsync.providers.mnem.provider import MnemProvider
-from memsync.records import Outgoing, parse_instant
 from tests.contract import ProviderContract, list_all
 from tests.doubles import mnem_double
 from tests.mnem_sdk import real_sdk

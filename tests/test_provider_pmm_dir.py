@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from memsync.pmm import open_pmm
+from memsync.base.pmm import open_pmm
+from memsync.base.records import Outgoing
 from memsync.providers.base import Provider
 from memsync.providers.pmm_dir import PmmDirProvider, scope_file_name
-from memsync.records import Outgoing
 from tests.conftest import write_config
 from tests.contract import ProviderContract, list_all
 

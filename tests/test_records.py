@@ -7,7 +7,7 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync.records import Outgoing, Record, content_hash, fingerprint
+from memsync.base.records import Outgoing, Record, content_hash, fingerprint
 
 metadata = st.dictionaries(
     st.text(max_size=6),
@@ -50,7 +50,7 @@ def test_memsync_keys_are_not_user_metadata() -> None:
 
 
 def test_line_endings_are_a_spelling_inside_the_hashes_only() -> None:
-    from memsync.records import Record, content_hash, fingerprint
+    from memsync.base.records import Record, content_hash, fingerprint
 
     assert content_hash("a\r\nb\r") == content_hash("a\nb\n") == content_hash("a\rb")
     assert fingerprint("a\r\nb", {"k": 1}) == fingerprint("a\nb", {"k": 1})

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from memsync.base.records import Record, utc_now_iso
+from memsync.engine import replay
+from memsync.engine.plan import WriteKind
+from memsync.engine.replay import Replay
+from memsync.engine.report import CycleReport, ProviderOutcome, SyncOptions
 from memsync.providers.base import WriteOp, WriteResult
 from memsync.providers.memory import MemoryProvider
-from memsync.records import Record, utc_now_iso
 from memsync.staging import StagingStore
 from memsync.staging.rows import record_row
-from memsync.sync import replay
-from memsync.sync.plan import WriteKind
-from memsync.sync.replay import Replay
-from memsync.sync.report import CycleReport, ProviderOutcome, SyncOptions
 from tests.engine_helpers import World
 
 

@@ -22,16 +22,16 @@ import pytest
 from click.testing import CliRunner
 from qdrant_client import models
 
+from memsync.base.errors import MemsyncError
+from memsync.base.secrets import Secret
 from memsync.cli import main
-from memsync.errors import MemsyncError
+from memsync.engine.conflicts import choose_winner, settle_rollbacks
+from memsync.engine.report import CycleReport, SyncOptions
+from memsync.engine.verify import verify
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.providers.mnem.provider import MnemProvider
 from memsync.providers.pmm_dir import PmmDirProvider
-from memsync.secrets import Secret
 from memsync.staging import StagingStore
-from memsync.sync.conflicts import choose_winner, settle_rollbacks
-from memsync.sync.report import CycleReport, SyncOptions
-from memsync.sync.verify import verify
 from tests.conftest import write_config
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 from tests.engine_helpers import config_for

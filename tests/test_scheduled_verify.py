@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from memsync.base.paths import Paths, resolve_paths
 from memsync.config import load_config
-from memsync.daemon.scheduled_verify import first_run, linked_pairs, verify_job
-from memsync.paths import Paths, resolve_paths
+from memsync.orchestration.daemon.scheduled_verify import first_run, linked_pairs, verify_job
 from memsync.staging import StagingStore
 from tests.conftest import write_config
 from tests.test_daemon import CONFIG, THIRD, DaemonProcess, add_memories
@@ -118,7 +118,7 @@ def test_a_reload_adds_moves_or_removes_the_job(synced: Path) -> None:
     from apscheduler.schedulers.background import BackgroundScheduler
 
     from memsync.config import VerifyConfig
-    from memsync.daemon.scheduled_verify import JOB_ID, install, reconfigure
+    from memsync.orchestration.daemon.scheduled_verify import JOB_ID, install, reconfigure
 
     scheduler = BackgroundScheduler(timezone=UTC)
     daily = load_config(synced / "config" / "config.toml")

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from memsync.errors import StagingError
+from memsync.base.errors import StagingError
+from memsync.engine.conflicts import choose_winner
+from memsync.engine.verify import VerifyReport, record_verify
 from memsync.staging import StagingStore
 from memsync.staging import store as store_module
 from memsync.staging.schema import LATEST, MIGRATIONS
-from memsync.sync.conflicts import choose_winner
-from memsync.sync.verify import VerifyReport, record_verify
 from tests.engine_helpers import World
 
 FIXTURES = Path(__file__).parent / "fixtures"

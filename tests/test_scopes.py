@@ -18,7 +18,7 @@ from typing import Any
 import mnem  # the real SDK: a missing build is an error, not a skip
 import pytest
 
-from memsync.errors import RefusedError
+from memsync.base.errors import RefusedError
 from tests.conftest import write_config
 from tests.mem0_fixtures import DIMS, Mem0App, mem0_payload
 
@@ -274,8 +274,8 @@ def test_a_store_held_by_the_application_is_busy_in_every_scope_and_loses_nothin
 def test_a_pmm_file_for_a_new_user_is_a_scope_discovered_from_the_directory(
     home: Path, cli: Any
 ) -> None:
-    from memsync.pmm import Header, write_pmm_file
-    from memsync.records import Record
+    from memsync.base.pmm import Header, write_pmm_file
+    from memsync.base.records import Record
 
     configure(home, extra="")
     config = home / "config" / "config.toml"

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memsync.config import parse_config
-from memsync.errors import ConfigError, MemsyncError
-from memsync.scopes import (
+from memsync.base.errors import ConfigError, MemsyncError
+from memsync.base.scopes import (
     HostileScope,
     Scope,
     fill_template,
@@ -17,6 +16,7 @@ from memsync.scopes import (
     split_scoped_name,
     template_root,
 )
+from memsync.config import parse_config
 
 MEM0 = '[providers.mem0]\ntype = "mem0-oss"\nscope = {scope}\n'
 MNEM = '[providers.agents]\ntype = "mnem"\npath = "{path}"\n'

@@ -14,17 +14,17 @@ from typing import Any
 import httpx
 import pytest
 
+from memsync.base.secrets import Secret
 from memsync.config import parse_config
+from memsync.engine.report import SyncOptions
+from memsync.orchestration.scopes.cycle import run_scoped_cycle
+from memsync.orchestration.scopes.report import ScopedCycleReport
 from memsync.providers.base import Provider
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.platform import Mem0PlatformProvider
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.providers.pmm_dir import PmmDirProvider
-from memsync.scopes.cycle import run_scoped_cycle
-from memsync.scopes.report import ScopedCycleReport
-from memsync.secrets import Secret
 from memsync.staging import StagingStore
-from memsync.sync.report import SyncOptions
 from tests.doubles.mem0_platform_app import Mem0PlatformDouble
 
 pytest.importorskip("mem0", reason="the server double serves a real mem0 Memory")

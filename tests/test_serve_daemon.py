@@ -73,7 +73,7 @@ def daemons() -> Iterator[Callable[..., DaemonProcess]]:
 
 @pytest.fixture
 def clients() -> Iterator[Callable[..., Any]]:
-    from memsync.serve.client import StoreClient
+    from memsync.orchestration.serve.client import StoreClient
 
     made: list[StoreClient] = []
 
@@ -185,7 +185,7 @@ def test_a_daemon_killed_between_receiving_a_write_and_answering_it_never_loses_
     clients,
     point: str,
 ) -> None:
-    from memsync.serve.client import WriteUnconfirmed
+    from memsync.orchestration.serve.client import WriteUnconfirmed
 
     server, store = world
     daemon = daemons(home, MEMSYNC_KILL_AT=f"{point}:1")

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
+from memsync.base.records import Outgoing
 from memsync.providers.base import WriteOp
 from memsync.providers.mnem.batch import BatchWrite
 from memsync.providers.mnem.held import HELD, HeldStore, Lane
 from memsync.providers.mnem.meanwhile import ChangedMeanwhile
 from memsync.providers.mnem.provider import MnemProvider
-from memsync.records import Outgoing
 from tests.mnem_sdk import real_sdk
 from tests.test_live_watch import DEADLINE, init_store, wait_until
 
@@ -58,7 +58,7 @@ def creates(count: int, prefix: str = "m") -> list[WriteOp]:
 
 def agent(store: HeldStore, op: str, **args: Any) -> Any:
     """A served request, as the daemon runs it: in the lane, ahead of memsync."""
-    from memsync.serve import ops  # the mnem SDK's agents module: after real_sdk()
+    from memsync.orchestration.serve import ops  # the mnem SDK's agents module: after real_sdk()
 
     with store.lane.held(agent=True):
         return ops.run(store, op, args)
@@ -221,10 +221,10 @@ def test_in_a_held_team_store_the_run_keeps_one_account_memsyncs_commits_not_cou
     of what others committed since the run read it. memsync's own commits into alice's
     namespace are not others' (bob's scope makes no diff over them); an agent's commit into
     bob's namespace is, and bob's write to that node waits for the next cycle."""
+    from memsync.base.scopes import Scope
     from memsync.config import parse_config
     from memsync.providers.mnem.provider import build as build_mnem
     from memsync.providers.mnem.shared import ScopeInStore, SharedStore
-    from memsync.scopes.model import Scope
 
     config = parse_config(TEAM.format(store=shared))
     base = build_mnem("agents", config.providers["agents"], config)  # type: ignore[arg-type]

@@ -287,7 +287,7 @@ async def export_then_import(params: StdioServerParameters, fmt: str) -> tuple[s
 def test_memory_export_is_a_valid_pmm_file_and_importing_it_again_imports_nothing_twice(
     tmp_path: Path, fmt: str
 ) -> None:
-    from memsync.pmm import Rejected, open_pmm
+    from memsync.base.pmm import Rejected, open_pmm
 
     store = seed(tmp_path / "memory")
     data, report, recalled = anyio.run(

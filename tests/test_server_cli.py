@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from memsync.base.secrets import Secret
+from memsync.engine.report import SyncOptions
+from memsync.orchestration.scopes.cycle import run_scoped_cycle
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.providers.pmm_dir import PmmDirProvider
-from memsync.scopes.cycle import run_scoped_cycle
-from memsync.secrets import Secret
 from memsync.staging import StagingStore
-from memsync.sync.report import SyncOptions
 from tests.conftest import run_memsync, write_config
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 

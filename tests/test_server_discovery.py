@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
+from memsync.base.secrets import Secret
 from memsync.config import parse_config
+from memsync.engine.report import SyncOptions
+from memsync.orchestration.scopes.cycle import run_scoped_cycle
+from memsync.orchestration.scopes.report import ScopedCycleReport
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.providers.mem0.server_entities import SCAN_LIMIT, EntityCensus, parse_entities
 from memsync.providers.pmm_dir import PmmDirProvider
-from memsync.scopes.cycle import run_scoped_cycle
-from memsync.scopes.report import ScopedCycleReport
-from memsync.secrets import Secret
 from memsync.staging import StagingStore
-from memsync.sync.report import SyncOptions
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 
 ADMIN = "admin-key-0123456789abcdef"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from memsync.errors import InvalidResponse
+from memsync.base.errors import InvalidResponse
 from memsync.providers.mem0.server_entities import parse_entities
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from memsync.base.secrets import Secret
+from memsync.engine.report import CycleReport, SyncOptions
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.providers.memory import MemoryProvider
-from memsync.secrets import Secret
 from memsync.staging import StagingStore
-from memsync.sync.report import CycleReport, SyncOptions
 from tests.contract import list_all
 from tests.doubles import Fault
 from tests.doubles.mem0_server_app import Mem0ServerDouble
@@ -177,7 +177,7 @@ def test_rows_memsync_cannot_read_make_the_listing_partial(body: Any, why: str) 
     [({"memories": []}, "without 'results'"), ({"results": "none"}, "where a list was expected")],
 )
 def test_a_body_of_the_wrong_shape_is_an_error_naming_it(body: Any, why: str) -> None:
-    from memsync.errors import InvalidResponse
+    from memsync.base.errors import InvalidResponse
 
     double = Mem0ServerDouble(api_key=KEY)
     provider = make(double)

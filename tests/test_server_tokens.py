@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
+from memsync.base.errors import AuthError, ConfigError
 from memsync.config import parse_config
-from memsync.errors import AuthError, ConfigError
+from memsync.engine.report import SyncOptions
 from memsync.providers import build_provider
 from memsync.providers.base import WriteOp
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.providers.memory import MemoryProvider
 from memsync.staging import StagingStore
-from memsync.sync.report import SyncOptions
 from tests.contract import item, list_all
 from tests.doubles.mem0_server_app import Mem0ServerDouble
 from tests.engine_helpers import config_for
@@ -184,7 +184,7 @@ def test_a_static_bearer_token_that_expired_points_to_refresh_and_api_keys(
     server: Mem0ServerDouble,
 ) -> None:
     token = server.login_tokens()["access_token"]
-    from memsync.secrets import Secret
+    from memsync.base.secrets import Secret
 
     provider = Mem0ServerProvider(
         "m0",

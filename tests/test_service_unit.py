@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync.daemon.unit import (
+from memsync.orchestration.daemon.unit import (
     PACKAGED_EXEC,
     packaged_unit,
     quote_arg,
@@ -124,7 +124,7 @@ def test_the_shipped_unit_file_is_the_packaged_rendering() -> None:
     shipped = (REPO / "systemd" / "memsync.service").read_text()
     assert shipped == packaged_unit(), (
         "systemd/memsync.service is out of date; regenerate it with\n"
-        "  .venv/bin/python -c 'from memsync.daemon.unit import packaged_unit; "
+        "  .venv/bin/python -c 'from memsync.orchestration.daemon.unit import packaged_unit; "
         'print(packaged_unit(), end="")\' > systemd/memsync.service'
     )
     assert f"ExecStart={PACKAGED_EXEC[0]} daemon" in shipped

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memsync.errors import StagingError
-from memsync.records import Record
+from memsync.base.errors import StagingError
+from memsync.base.records import Record
 from memsync.staging import StagingStore
 from memsync.staging.schema import LATEST
 from memsync.staging.store import record_row

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memsync.records import Record
+from memsync.base.records import Record
+from memsync.engine.journal import log_entries
 from memsync.staging import StagingStore
 from memsync.staging.journal import journal_row
 from memsync.staging.links import Agreement
 from memsync.staging.store import record_row
-from memsync.sync.journal import log_entries
 
 # Ids a provider may hand out: quotes, commas, brackets, SQL, backslashes, non-ASCII, emoji.
 ODD_IDS = ['a"b', "x,y", "[1]", "'; DROP TABLE records; --", "back\\slash", "über", "🧠", " "]

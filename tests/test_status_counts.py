@@ -52,9 +52,9 @@ def test_a_memory_dream_retired_is_counted_apart_where_memsync_forgot_it(
 ) -> None:
     """Merged on the Platform: mnem holds memsync's tombstone of it (the current truth only),
     the Platform hides it from default reads, the PMM backup keeps it; verify explains it."""
-    from memsync.paths import Paths
-    from memsync.status import status_report
-    from memsync.sync.verify import verify
+    from memsync.base.paths import Paths
+    from memsync.engine.verify import verify
+    from memsync.orchestration.status import status_report
     from tests.test_dream import World
 
     world = World(tmp_path)

@@ -22,8 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memsync.paths import resolve_paths
-from memsync.ui.auth import csrf_token, load_or_create_token
+from memsync.base.paths import resolve_paths
+from memsync.orchestration.ui.auth import csrf_token, load_or_create_token
 from tests.conftest import subprocess_env, write_config
 from tests.test_daemon import CONFIG, DaemonProcess, add_memories
 

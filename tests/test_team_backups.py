@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
+from memsync.base.paths import resolve_paths
+from memsync.base.pmm import open_pmm
+from memsync.base.records import Record
 from memsync.config import load_config
-from memsync.daemon.backups import list_backups, take_backups
-from memsync.paths import resolve_paths
-from memsync.pmm import open_pmm
-from memsync.records import Record
+from memsync.orchestration.daemon.backups import list_backups, take_backups
 from memsync.staging import StagingStore
 from tests.test_scopes import USERS, configure, mnem_texts, team, texts_for
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from memsync.lock import cycle_lock
-from memsync.paths import resolve_paths
-from memsync.ui.server import UiServer
+from memsync.base.lock import cycle_lock
+from memsync.base.paths import resolve_paths
+from memsync.orchestration.ui.server import UiServer
 from tests.ui_world import CutoverWorld, build_cutover
 
 CHROMIUM = os.environ.get("MEMSYNC_CHROMIUM", "/usr/bin/chromium")

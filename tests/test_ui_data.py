@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from memsync.base.errors import ConfigError
+from memsync.base.paths import resolve_paths
 from memsync.config import parse_config
-from memsync.errors import ConfigError
-from memsync.paths import resolve_paths
+from memsync.orchestration.status import collect_status, cycle_history, cycle_state
+from memsync.orchestration.ui.data import conflict_views, find_memories, memory_timeline, word_diff
 from memsync.staging import StagingStore
-from memsync.status import collect_status, cycle_history, cycle_state
-from memsync.ui.data import conflict_views, find_memories, memory_timeline, word_diff
 from tests.ui_world import CONFLICTED_TEXT, SCOPES, CutoverWorld, build_cutover
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
+from memsync.engine.verify import record_verify
+from memsync.orchestration.ui.server import UiServer
 from memsync.staging import StagingStore
-from memsync.sync.verify import record_verify
-from memsync.ui.server import UiServer
 from tests import test_ui_browser
 from tests.test_rollback import Snapshot, World
 from tests.test_ui_browser import Watched

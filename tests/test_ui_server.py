@@ -15,11 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memsync.errors import MemsyncError
-from memsync.lock import cycle_lock
-from memsync.paths import resolve_paths
-from memsync.ui.auth import csrf_token, load_or_create_token, token_path
-from memsync.ui.server import UiServer
+from memsync.base.errors import MemsyncError
+from memsync.base.lock import cycle_lock
+from memsync.base.paths import resolve_paths
+from memsync.orchestration.ui.auth import csrf_token, load_or_create_token, token_path
+from memsync.orchestration.ui.server import UiServer
 from tests.test_daemon import DaemonProcess
 from tests.ui_world import CutoverWorld, build_cutover, write_cutover_config
 

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from memsync.base.dream import Dream
+from memsync.base.records import Record
 from memsync.cli import main
-from memsync.dream import Dream
+from memsync.engine.verify import verify
 from memsync.providers.memory import MemoryProvider, MemoryStore
-from memsync.records import Record
 from memsync.staging import StagingStore
-from memsync.sync.verify import verify
 from tests import test_e2e_mnem
 from tests.mem0_fixtures import Mem0App
 from tests.test_e2e_mnem import memsync, synced_then_expired

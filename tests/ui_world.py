@@ -13,12 +13,12 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from memsync.base.paths import resolve_paths
+from memsync.base.records import Outgoing
 from memsync.cli import main
 from memsync.config import load_config
-from memsync.daemon.backups import take_backups
-from memsync.paths import resolve_paths
+from memsync.orchestration.daemon.backups import take_backups
 from memsync.providers import build_provider
-from memsync.records import Outgoing
 
 SCOPES = {"alice": 7, "bob": 4}
 CONFLICTED_TEXT = "Alice prefers tea in the morning"
@@ -130,11 +130,11 @@ def build_team(home: Path, users: int) -> None:
 
 def _build_team(home: Path, users: int) -> None:
     from memsync.config import parse_config
+    from memsync.engine.report import SyncOptions
+    from memsync.orchestration.scopes.cycle import run_scoped_cycle
     from memsync.providers.mem0.server import Mem0ServerProvider
     from memsync.providers.pmm_dir import PmmDirProvider
-    from memsync.scopes.cycle import run_scoped_cycle
     from memsync.staging import StagingStore
-    from memsync.sync.report import SyncOptions
     from tests.doubles.mem0_server_app import Mem0ServerDouble
 
     double = Mem0ServerDouble(indexed=True)

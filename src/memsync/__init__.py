@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "import_mem0"]
 
 if TYPE_CHECKING:
-    from memsync.migrate import import_mem0
+    from memsync.orchestration.migrate import import_mem0
 
 
 def __getattr__(name: str) -> Any:
@@ -17,7 +17,7 @@ def __getattr__(name: str) -> Any:
     ``memsync --version``) must not import the providers, the staging store and the CLI's
     libraries that a migration needs."""
     if name == "import_mem0":
-        from memsync.migrate import import_mem0
+        from memsync.orchestration.migrate import import_mem0
 
         return import_mem0
     raise AttributeError(f"module 'memsync' has no attribute {name!r}")

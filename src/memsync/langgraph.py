@@ -13,7 +13,7 @@ one import line::
 
 The difference is where the store is held: by the memsync daemon while it runs, so memsync
 syncs the application's writes at once instead of finding the store busy; by this object when
-no daemon runs, as mnem-langgraph holds it (``memsync.serve.client``).
+no daemon runs, as mnem-langgraph holds it (``memsync.orchestration.serve.client``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from memsync.serve.client import StoreClient
+from memsync.orchestration.serve.client import StoreClient
 
 _META = "_meta"
 

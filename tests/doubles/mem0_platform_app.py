@@ -67,7 +67,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from memsync.records import is_expired, parse_instant
+from memsync.base.records import is_expired, parse_instant
 from tests.doubles import ASGIApp, ASGIBridge, Faults
 
 ENTITY_IDS = ("user_id", "agent_id", "app_id", "run_id")

@@ -21,8 +21,8 @@ from pathlib import Path
 import click
 
 from memsync import __version__
+from memsync.base.paths import resolve_paths
 from memsync.cli.common import App, MemsyncGroup
-from memsync.paths import resolve_paths
 
 log = logging.getLogger("memsync")
 

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memsync.errors import MemsyncError, StagingError
-from memsync.paths import Paths
+from memsync.base.errors import MemsyncError, StagingError
+from memsync.base.paths import Paths
 
 if TYPE_CHECKING:
+    from memsync.base.scopes import Scope
     from memsync.config import Config
     from memsync.providers import Provider
-    from memsync.scopes import Scope
     from memsync.staging import StagingStore
 
 
@@ -43,8 +43,8 @@ class App:
         return self._config
 
     def provider(self, name: str) -> Provider:
+        from memsync.orchestration.scopes.views import refuse_unscoped
         from memsync.providers import build_provider
-        from memsync.scopes.views import refuse_unscoped
 
         context = click.get_current_context(silent=True)
         command = (context.info_name if context else None) or "this command"
@@ -93,7 +93,7 @@ class MemsyncGroup(click.Group):
 
 def _say(message: str) -> None:
     """One line on stderr, as every error is printed (rich is imported only when one is)."""
-    from memsync.output import stderr
+    from memsync.base.output import stderr
 
     stderr.print(message, markup=False)
 
@@ -103,6 +103,6 @@ pass_app = click.make_pass_decorator(App)
 
 def parse_scope(ctx: click.Context, param: click.Parameter, value: str | None) -> Scope | None:
     """The ``--scope KEY=VALUE[,KEY=VALUE]`` callback: a Scope; a malformed one is one line."""
-    from memsync.scopes import Scope
+    from memsync.base.scopes import Scope
 
     return Scope.parse(value) if value is not None else None

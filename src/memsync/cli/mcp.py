@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
+from memsync.base.errors import ProviderError, ProviderUnavailable
 from memsync.cli.common import App, pass_app
-from memsync.errors import ProviderError, ProviderUnavailable
 
 
 @click.command()
@@ -38,7 +38,7 @@ def mcp(app: App, store: str | None, tools: str) -> None:
     try:
         import mnem
 
-        from memsync.serve.mcp import build_server
+        from memsync.orchestration.serve.mcp import build_server
     except ImportError as exc:
         raise ProviderUnavailable(
             f"memsync mcp needs the mcp package and the mnem SDK ({exc.name} is missing): "

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from memsync.checks import check_providers
+from memsync.base.errors import MemsyncError
+from memsync.base.files import write_private_text
 from memsync.cli.common import App, pass_app
-from memsync.errors import MemsyncError
-from memsync.files import write_private_text
-from memsync.starter import STARTER_CONFIG
+from memsync.config.starter import STARTER_CONFIG
+from memsync.orchestration.checks import check_providers
 
 _ANSWERS = {
     "ok": "",

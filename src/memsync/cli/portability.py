@@ -8,11 +8,11 @@ from typing import cast
 
 import click
 
+from memsync.base.errors import MemsyncError
+from memsync.base.output import print_json, progress_bar, stderr
+from memsync.base.pmm import Format
 from memsync.cli.common import App, pass_app
-from memsync.errors import MemsyncError
-from memsync.output import print_json, progress_bar, stderr
-from memsync.pmm import Format
-from memsync.portability import Strategy, export_at, export_provider, import_into
+from memsync.orchestration.portability import Strategy, export_at, export_provider, import_into
 
 
 @click.command("export")
@@ -214,7 +214,7 @@ def migrate(app: App, source: str, target: str, dry_run: bool, as_json: bool) ->
     Example:
       memsync migrate --from mem0 --to mnem --dry-run
     """
-    from memsync.migrate import migrate as run_migration
+    from memsync.orchestration.migrate import migrate as run_migration
 
     with progress_bar(f"migrating {source} -> {target}"):
         report = run_migration(app.provider(source), app.provider(target), dry_run=dry_run)

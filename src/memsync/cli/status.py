@@ -10,17 +10,17 @@ from typing import Any
 
 import click
 
+from memsync.base.output import print_json, print_table
+from memsync.base.scopes import Scope, scoped_config_keys
 from memsync.cli.common import App, parse_scope, pass_app
-from memsync.output import print_json, print_table
-from memsync.scopes import Scope, scoped_config_keys
-from memsync.scopes.views import log_in_scope
-from memsync.sync.journal import memory_history
-from memsync.sync.verify import (
+from memsync.engine.journal import memory_history
+from memsync.engine.verify import (
     ScopedVerifyReport,
     VerifyReport,
     verify_every_scope,
     verify_in_scope,
 )
+from memsync.orchestration.scopes.views import log_in_scope
 
 
 @click.command()
@@ -31,7 +31,7 @@ from memsync.sync.verify import (
 @pass_app
 def status(app: App, as_json: bool, scope: Scope | None) -> None:
     """What memsync knows: config, staging database, each provider's mirror."""
-    from memsync.status import render_status, status_report
+    from memsync.orchestration.status import render_status, status_report
 
     report = status_report(app.paths, scope)
     if as_json:
@@ -221,8 +221,8 @@ def _follow(
 ) -> None:
     """`log --follow`: the newest entries, then each new one as one line (tab-separated, or
     a JSON object with --json), flushed as it comes; Ctrl-C exits 0, as journalctl -f does."""
-    from memsync.scopes.views import scope_provider_names
-    from memsync.sync.journal import follow_entries
+    from memsync.engine.journal import follow_entries
+    from memsync.orchestration.scopes.views import scope_provider_names
 
     out = sys.stdout
     # Ctrl-C stops it even where the shell that started it left SIGINT ignored (a script's

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import click
 
+from memsync.base.output import print_json, progress_bar
 from memsync.cli.common import App, pass_app
-from memsync.output import print_json, progress_bar
-from memsync.scopes.report import ScopedCycleReport
-from memsync.sync.conflicts import choose_winner, list_conflicts, settle_rollbacks
-from memsync.sync.repair import rebuild_staging
-from memsync.sync.report import CycleReport, SyncOptions
-from memsync.sync.runner import run_sync
-from memsync.sync.switch import SwitchRefused, switch_active
+from memsync.engine.conflicts import choose_winner, list_conflicts, settle_rollbacks
+from memsync.engine.report import CycleReport, SyncOptions
+from memsync.orchestration.repair import rebuild_staging
+from memsync.orchestration.runner import run_sync
+from memsync.orchestration.scopes.report import ScopedCycleReport
+from memsync.orchestration.switch import SwitchRefused, switch_active
 
 
 def _print_cycle(report: CycleReport) -> None:

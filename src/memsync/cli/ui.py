@@ -9,8 +9,8 @@ import sys
 
 import click
 
+from memsync.base.errors import MemsyncError
 from memsync.cli.common import App, pass_app
-from memsync.errors import MemsyncError
 
 STOPS = (signal.SIGINT, signal.SIGTERM)
 
@@ -31,10 +31,10 @@ def ui(app: App, listen: str | None, url_only: bool) -> None:
     ([ui] listen), `memsync ui --url` prints its link. Ctrl-C (SIGINT) stops it with exit
     130, SIGTERM with exit 0, even while a browser holds the page open.
     """
-    from memsync.signal_inbox import SignalInbox, blocked_in_new_threads
-    from memsync.ui.address import DEFAULT_LISTEN, parse_listen, url_for
-    from memsync.ui.auth import load_or_create_token
-    from memsync.ui.server import UiServer
+    from memsync.base.signal_inbox import SignalInbox, blocked_in_new_threads
+    from memsync.config.address import DEFAULT_LISTEN, parse_listen, url_for
+    from memsync.orchestration.ui.auth import load_or_create_token
+    from memsync.orchestration.ui.server import UiServer
 
     try:
         settings = app.config.ui

@@ -6,9 +6,9 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from memsync.base.errors import ProviderUnavailable
+from memsync.base.exclude import Exclusion
 from memsync.config import Config, ProviderConfig
-from memsync.errors import ProviderUnavailable
-from memsync.exclude import Exclusion
 from memsync.providers.base import Provider
 
 # type -> "module:function" building a Provider from (name, config, Config). Imported lazily:

@@ -3,7 +3,7 @@
 A provider lists its memories for its configured scope page by page, gets, creates, updates
 and deletes one memory, and says what it can do. It knows nothing about staging, links or
 plans: that is the engine's business. Preconditions that fail raise typed errors from
-``memsync.errors``; anything that may pass on retry is a ``TransientProviderError``.
+``memsync.base.errors``; anything that may pass on retry is a ``TransientProviderError``.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, ClassVar, Literal
 
-from memsync.errors import ProviderError
-from memsync.exclude import NO_EXCLUSION, Exclusion
-from memsync.records import Outgoing, Record, Skipped
-from memsync.sync.plan import WriteKind
+from memsync.base.errors import ProviderError
+from memsync.base.exclude import NO_EXCLUSION, Exclusion
+from memsync.base.records import Outgoing, Record, Skipped
+from memsync.engine.plan import WriteKind
 
 
 def require_content(provider: str, item: Outgoing) -> None:
@@ -94,7 +94,7 @@ class Listing(ABC):
     # True when the store has no expiry and memsync takes an expired memory out of it (mnem's
     # tombstone): a missing memory whose date has passed is kept, not deleted elsewhere.
     tombstones_expired: bool = False
-    # The same two for what Dream retired (superseded or merged, see memsync.dream): a
+    # The same two for what Dream retired (superseded or merged, see memsync.base.dream): a
     # listing asked for the current truth only (the Platform's latest_only) may leave such a
     # memory out, and a store without Dream states may have had memsync take it out (mnem).
     hides_retired: bool = False

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
 
-from memsync.errors import AuthError, ProviderUnreachable
+from memsync.base.errors import AuthError, ProviderUnreachable
 from memsync.providers.base import WriteOp, WriteResult
 
 Lane = list[WriteOp]

@@ -11,7 +11,8 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from memsync.errors import NotFound, ProviderBusy, TransientProviderError
+from memsync.base.errors import NotFound, ProviderBusy, TransientProviderError
+from memsync.base.records import Outgoing, Record, utc_now_iso
 from memsync.providers.base import (
     Capabilities,
     Listing,
@@ -21,7 +22,6 @@ from memsync.providers.base import (
     require_content,
     stored_text,
 )
-from memsync.records import Outgoing, Record, utc_now_iso
 
 
 @dataclass

@@ -16,10 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+from memsync.base.errors import NotFound, PMMError, ProviderError, ProviderUnavailable
+from memsync.base.paths import make_private_dir
+from memsync.base.pmm import Header, Rejected, open_pmm, write_pmm_file
+from memsync.base.records import Outgoing, Record, Skipped, utc_now_iso
 from memsync.config import Config, PmmDirConfig
-from memsync.errors import NotFound, PMMError, ProviderError, ProviderUnavailable
-from memsync.paths import make_private_dir
-from memsync.pmm import Header, Rejected, open_pmm, write_pmm_file
 from memsync.providers.base import (
     Capabilities,
     Listing,
@@ -30,7 +31,6 @@ from memsync.providers.base import (
     WriteResult,
     require_content,
 )
-from memsync.records import Outgoing, Record, Skipped, utc_now_iso
 
 SUFFIX = ".pmm.jsonl"
 DEFAULT_SCOPE = "default"

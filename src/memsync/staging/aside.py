@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memsync.records import utc_now_iso
+from memsync.base.records import utc_now_iso
 
 _SIDE_FILES = ("", "-wal", "-shm")  # SQLite's database file and its WAL companions
 

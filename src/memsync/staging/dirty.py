@@ -81,7 +81,7 @@ _MISSING_IN_RECEIVER_OWN = (
     "AND NOT EXISTS (SELECT 1 FROM links b WHERE b.link_id = s.link_id AND b.provider = ?)"
 )
 
-# a memory one of whose records a provider's exclude covers is never planned (memsync.exclude)
+# a memory one of whose records a provider's exclude covers is never planned (memsync.base.exclude)
 _NEVER_EXCLUDED = "DELETE FROM temp.dirty WHERE link_id IN (SELECT link_id FROM excluded_records)"
 
 

@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from memsync.records import Record, utc_now_iso
+from memsync.base.records import Record, utc_now_iso
 from memsync.staging.rows import row_record
 
 INSERT_CHANGE = (

@@ -13,8 +13,8 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from memsync.dream import Dream
-from memsync.records import Record
+from memsync.base.dream import Dream
+from memsync.base.records import Record
 from memsync.staging.rows import UPSERT_RECORD, row_record
 
 _CHUNK = 500  # ids per lookup: one page's worth, so a lookup's JSON stays small

@@ -6,7 +6,7 @@ import json
 import sqlite3
 from typing import Any
 
-from memsync.records import FP_VERSION, Record
+from memsync.base.records import FP_VERSION, Record
 
 UPSERT_RECORD = """
 INSERT INTO records (provider, provider_id, link_id, content, metadata, scope_key, created_at,

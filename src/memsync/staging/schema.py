@@ -360,7 +360,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         7,
-        "excluded records: what a provider's exclude covers, never planned (memsync.exclude)",
+        "excluded records: what a provider's exclude covers, never planned (memsync.base.exclude)",
         """
         -- Records a provider's exclude covers, listed or staged, with the memory key they are
         -- (or would be) linked as: a memory with such a key is never planned.
@@ -372,7 +372,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             PRIMARY KEY (provider, provider_id)
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS excluded_records_by_link ON excluded_records (link_id);
-        -- The rule each provider's rows were found with (memsync.exclude.Exclusion.key).
+        -- The rule each provider's rows were found with (memsync.base.exclude.Exclusion.key).
         CREATE TABLE IF NOT EXISTS exclude_rules (
             provider TEXT PRIMARY KEY,
             rule TEXT NOT NULL,

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsync.errors import StagingError
-from memsync.paths import make_private_dir
-from memsync.records import Record, utc_now_iso
+from memsync.base.errors import StagingError
+from memsync.base.paths import make_private_dir
+from memsync.base.records import Record, utc_now_iso
 from memsync.staging.adoption import AdoptionSearch
 from memsync.staging.conflicts import Conflicts
 from memsync.staging.cycle_outcomes import CycleOutcomes

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from memsync.records import ORIGIN_KEY, Outgoing, Record, Skipped
+from memsync.base.records import ORIGIN_KEY, Outgoing, Record, Skipped
 
 PROVENANCE_KEY = "memsync_provenance"
 CREATED_KEY = "memsync_created_at"

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from memsync.errors import AuthError, NotFound
+from memsync.base.errors import AuthError, NotFound
+from memsync.base.records import Skipped
 from memsync.providers.base import Listing, Page
 from memsync.providers.cognee.convert import record_from_item
 from memsync.providers.concurrent import PagesAhead, read_concurrently
-from memsync.records import Skipped
 
 if TYPE_CHECKING:
     from memsync.providers.cognee.provider import CogneeProvider

@@ -25,8 +25,10 @@ from typing import Any
 
 import httpx
 
+from memsync.base.errors import AuthError, InvalidResponse, NotFound, ProviderError
+from memsync.base.records import Outgoing, Record, Skipped
+from memsync.base.secrets import Secret, resolve_secret
 from memsync.config import CogneeConfig, Config
-from memsync.errors import AuthError, InvalidResponse, NotFound, ProviderError
 from memsync.providers.base import (
     Capabilities,
     Listing,
@@ -47,8 +49,6 @@ from memsync.providers.http.auth import AuthScheme
 from memsync.providers.http.provider import DEFAULT_CONCURRENCY, HttpProvider
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.http.shapes import expect_list, expect_object
-from memsync.records import Outgoing, Record, Skipped
-from memsync.secrets import Secret, resolve_secret
 
 log = logging.getLogger("memsync.cognee")
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
 
-from memsync.records import ORIGIN_KEY, Outgoing, Record, Skipped, is_blank, parse_instant
+from memsync.base.records import ORIGIN_KEY, Outgoing, Record, Skipped, is_blank, parse_instant
 
 # Hindsight has no expiry and no history. A memory's expiration_date is kept in this metadata
 # key; once it has passed, memsync deletes the document (at the write, or at the first full

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, timedelta
 from typing import TYPE_CHECKING, Any
 
-from memsync.errors import ProviderError
+from memsync.base.errors import ProviderError
+from memsync.base.records import Skipped, parse_instant
 from memsync.providers.base import Listing, Page
 from memsync.providers.concurrent import read_concurrently
 from memsync.providers.hindsight.convert import (
@@ -22,7 +23,6 @@ from memsync.providers.hindsight.convert import (
     instant_key,
     record_from_units,
 )
-from memsync.records import Skipped, parse_instant
 
 if TYPE_CHECKING:
     from memsync.providers.hindsight.provider import HindsightProvider

@@ -14,8 +14,14 @@ from urllib.parse import quote, unquote
 
 import httpx
 
+from memsync.base.errors import InvalidResponse, NotFound, ProviderError
+from memsync.base.records import (
+    Outgoing,
+    Record,
+    is_expired,
+)
+from memsync.base.secrets import Secret, resolve_secret
 from memsync.config import Config, HindsightConfig
-from memsync.errors import InvalidResponse, NotFound, ProviderError
 from memsync.providers.base import Capabilities, Listing, require_content
 from memsync.providers.concurrent import PagesAhead
 from memsync.providers.hindsight.convert import (
@@ -29,12 +35,6 @@ from memsync.providers.hindsight.listing import HindsightListing
 from memsync.providers.http.provider import DEFAULT_CONCURRENCY, HttpProvider
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.http.shapes import expect_list, expect_object
-from memsync.records import (
-    Outgoing,
-    Record,
-    is_expired,
-)
-from memsync.secrets import Secret, resolve_secret
 
 API = "/v1/default"
 PAGE_SIZE = 500

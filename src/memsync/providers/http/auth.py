@@ -19,8 +19,8 @@ from typing import Literal, Protocol
 
 import httpx
 
-from memsync.errors import ConfigError
-from memsync.secrets import Secret
+from memsync.base.errors import ConfigError
+from memsync.base.secrets import Secret
 
 AuthScheme = Literal["api-key", "bearer", "token", "none"]
 

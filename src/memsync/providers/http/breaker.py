@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 
-from memsync.errors import ProviderUnreachable
+from memsync.base.errors import ProviderUnreachable
 
 THRESHOLD = 3  # connection failures in a row that make a provider unreachable for the cycle
 

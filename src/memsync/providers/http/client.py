@@ -2,7 +2,7 @@
 
 One ``HttpClient`` per provider and cycle. It always verifies TLS, sends the key only as
 ``auth`` allows (see ``auth``), retries what may pass within a ``RetryPolicy`` (see ``retry``)
-and turns everything else into one of ``memsync.errors``' typed errors. Whatever a server
+and turns everything else into one of ``memsync.base.errors``' typed errors. Whatever a server
 echoes back is redacted before it reaches a message. A server that several requests in a row
 could not reach is not tried again this cycle (``breaker``).
 """
@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception
 
-from memsync.errors import (
+from memsync.base.errors import (
     AuthError,
     InvalidResponse,
     NotFound,
@@ -29,6 +29,7 @@ from memsync.errors import (
     ProviderUnreachable,
     TransientProviderError,
 )
+from memsync.base.secrets import Secret, redact
 from memsync.providers.http.auth import (
     AuthScheme,
     HeaderAuth,
@@ -47,7 +48,6 @@ from memsync.providers.http.retry import (
     final_error,
     parse_retry_after,
 )
-from memsync.secrets import Secret, redact
 
 log = logging.getLogger("memsync.http")
 

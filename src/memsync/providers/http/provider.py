@@ -9,6 +9,7 @@ from typing import Any, Self
 
 import httpx
 
+from memsync.base.secrets import Secret
 from memsync.providers.base import Provider, WriteOp, WriteResult
 from memsync.providers.concurrent import write_concurrently
 from memsync.providers.http.auth import AuthScheme, check_base_url
@@ -16,7 +17,6 @@ from memsync.providers.http.breaker import Breaker
 from memsync.providers.http.client import HttpClient
 from memsync.providers.http.pacing import RateLimitPacer
 from memsync.providers.http.retry import RetryPolicy
-from memsync.secrets import Secret
 
 DEFAULT_CONCURRENCY = 8
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-from memsync.errors import InvalidResponse, TransientProviderError
+from memsync.base.errors import InvalidResponse, TransientProviderError
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memsync.errors import InvalidResponse
+from memsync.base.errors import InvalidResponse
 
 
 def expect_object(provider: str, value: Any, where: str) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 ADR-0024's provenance mapping: ``actor_id`` (or ``role`` when absent) is the source;
 ``created_at`` is preserved; ``user_id``/``agent_id``/``app_id``/``run_id`` are the scope
 (``app_id`` on the Platform only); everything else Mem0 attaches is kept in ``provenance`` so
-nothing is dropped, the Platform's Dream fields among it (see ``memsync.dream``). A memory
+nothing is dropped, the Platform's Dream fields among it (see ``memsync.base.dream``). A memory
 with empty content is skipped and reported by its Mem0 id, never carried as an empty memory.
 
 Writes carry memsync's reserved metadata keys: ``memsync_origin`` (the logical memory, so links
@@ -17,9 +17,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from memsync.dream import FIELDS as DREAM_FIELDS
-from memsync.dream import Dream, says_nothing
-from memsync.records import ORIGIN_KEY, Outgoing, Record, Skipped, is_blank
+from memsync.base.dream import FIELDS as DREAM_FIELDS
+from memsync.base.dream import Dream, says_nothing
+from memsync.base.records import ORIGIN_KEY, Outgoing, Record, Skipped, is_blank
 
 PROVENANCE_KEY = "memsync_provenance"
 ESCAPED_KEY = "memsync_escaped"

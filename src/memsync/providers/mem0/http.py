@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from memsync.errors import ProviderError
+from memsync.base.errors import ProviderError
+from memsync.base.records import Outgoing, Record, is_blank
 from memsync.providers.base import WriteOp
 from memsync.providers.http.provider import HttpProvider
 from memsync.providers.mem0.convert import SCOPE_IDS, record_from_mem0, scope_key_of
-from memsync.records import Outgoing, Record, is_blank
 
 
 def path_segment(provider_id: str) -> str:

@@ -19,9 +19,11 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from memsync.base.errors import NotFound, ProviderError
+from memsync.base.paths import resolve_paths
+from memsync.base.records import Outgoing, Record, Skipped
+from memsync.base.secrets import resolve_secret
 from memsync.config import Config, Mem0OssConfig
-from memsync.errors import NotFound, ProviderError
-from memsync.paths import resolve_paths
 from memsync.providers.base import (
     Capabilities,
     Listing,
@@ -35,8 +37,6 @@ from memsync.providers.mem0.embed_ahead import EmbeddedAhead
 from memsync.providers.mem0.oss_config import load_mem0_config
 from memsync.providers.mem0.oss_memory import MemoryHandle
 from memsync.providers.mem0.paging import FetchResult, fetch_all, start_for
-from memsync.records import Outgoing, Record, Skipped
-from memsync.secrets import resolve_secret
 
 log = logging.getLogger("memsync.providers.mem0_oss")
 

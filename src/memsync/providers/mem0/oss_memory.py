@@ -17,7 +17,7 @@ from typing import Any, Self
 
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential, wait_random
 
-from memsync.errors import (
+from memsync.base.errors import (
     ConfigError,
     MemsyncError,
     ProviderBusy,
@@ -25,6 +25,7 @@ from memsync.errors import (
     ProviderUnavailable,
     TransientProviderError,
 )
+from memsync.base.secrets import Secret, redact
 from memsync.providers.base import Provider
 from memsync.providers.mem0.convert import scope_key_of
 from memsync.providers.mem0.oss_config import (
@@ -34,7 +35,6 @@ from memsync.providers.mem0.oss_config import (
     prepare_mem0_environment,
     secrets_in,
 )
-from memsync.secrets import Secret, redact
 
 log = logging.getLogger("memsync.providers.mem0_oss")
 

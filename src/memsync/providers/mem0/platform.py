@@ -16,7 +16,7 @@ from rewriting the memory; an add that comes back queued is reported, never trus
 
 Dream (always on) hides merged duplicates from default reads: every list asks
 ``include_merged`` and ``show_expired`` so that it sees everything the Platform keeps, and a
-merged or superseded memory is listed with its Dream fields (see ``memsync.dream``), never
+merged or superseded memory is listed with its Dream fields (see ``memsync.base.dream``), never
 mistaken for a deleted one. ``latest_only = true`` asks for the current truth only; a memory
 that then leaves the listing is read by id before any delete is inferred (``hides_retired``).
 An ``app_id`` scope is the Platform's own: it filters lists and goes with each add.
@@ -31,14 +31,16 @@ from typing import Any
 
 import httpx
 
-from memsync.config import Config, Mem0PlatformConfig
-from memsync.errors import (
+from memsync.base.errors import (
     AuthError,
     ConfigError,
     NotFound,
     ProviderError,
     TransientProviderError,
 )
+from memsync.base.records import Outgoing, Record, parse_instant
+from memsync.base.secrets import Secret, resolve_secret
+from memsync.config import Config, Mem0PlatformConfig
 from memsync.providers.base import (
     Capabilities,
     Listing,
@@ -57,8 +59,6 @@ from memsync.providers.mem0.convert import (
 )
 from memsync.providers.mem0.http import Mem0HttpProvider, path_segment
 from memsync.providers.mem0.platform_listing import PlatformListing, utc_iso
-from memsync.records import Outgoing, Record, parse_instant
-from memsync.secrets import Secret, resolve_secret
 
 DEFAULT_BASE_URL = "https://api.mem0.ai"
 _KIND_ORDER = {"create": 0, "update": 1, "delete": 2}

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
+from memsync.base.records import Skipped, parse_instant
 from memsync.providers.base import Listing, Page
 from memsync.providers.concurrent import PagesAhead
 from memsync.providers.mem0.convert import record_from_mem0
-from memsync.records import Skipped, parse_instant
 
 if TYPE_CHECKING:
     from memsync.providers.mem0.platform import Mem0PlatformProvider

@@ -29,14 +29,16 @@ from typing import Any, Literal
 
 import httpx
 
-from memsync.config import Config, Mem0ServerConfig
-from memsync.errors import (
+from memsync.base.errors import (
     ConfigError,
     InvalidResponse,
     NotFound,
     ProviderError,
     TransientProviderError,
 )
+from memsync.base.records import Outgoing, Record
+from memsync.base.secrets import Secret, resolve_secret
+from memsync.config import Config, Mem0ServerConfig
 from memsync.providers.base import Capabilities, Listing, WriteOp, require_content
 from memsync.providers.http.provider import DEFAULT_CONCURRENCY
 from memsync.providers.http.retry import RetryPolicy
@@ -59,8 +61,6 @@ from memsync.providers.mem0.server_features import (
 from memsync.providers.mem0.server_listing import MAX_TOP_K, ServerListing, read_scope
 from memsync.providers.mem0.server_session import ServerSession
 from memsync.providers.mem0.server_tokens import RefreshTokenFile, refresh_call
-from memsync.records import Outgoing, Record
-from memsync.secrets import Secret, resolve_secret
 
 
 class Mem0ServerProvider(Mem0HttpProvider):

@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memsync.errors import ConfigError, ProviderError, ProviderUnreachable
-from memsync.secrets import Secret, redact
+from memsync.base.errors import ConfigError, ProviderError, ProviderUnreachable
+from memsync.base.secrets import Secret, redact
 
 DEFAULT_TABLE = "memories"  # the server's collection_name (server/main.py's default config)
 CONNECT_TIMEOUT = 10  # seconds

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memsync.errors import InvalidResponse, NotFound
+from memsync.base.errors import InvalidResponse, NotFound
 from memsync.providers.http.client import HttpClient
 from memsync.providers.http.shapes import expect_list
 

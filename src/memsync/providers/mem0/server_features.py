@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from memsync.errors import AuthError, ProviderError, TransientProviderError
+from memsync.base.errors import AuthError, ProviderError, TransientProviderError
 from memsync.providers.http.client import HttpClient
 
 

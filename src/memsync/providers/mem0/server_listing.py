@@ -14,13 +14,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memsync.errors import NotFound
+from memsync.base.errors import NotFound
+from memsync.base.records import Skipped
 from memsync.providers.base import Listing, Page
 from memsync.providers.mem0.convert import record_from_mem0
 from memsync.providers.mem0.paging import fetch_all
 from memsync.providers.mem0.server_entities import Entity, read_entities
 from memsync.providers.mem0.server_search import search_scope, search_top_k, unproven
-from memsync.records import Skipped
 
 if TYPE_CHECKING:
     from memsync.providers.mem0.server import Mem0ServerProvider

@@ -39,10 +39,10 @@ from pathlib import Path
 
 import httpx
 
+from memsync.base.errors import AuthError, ConfigError, ProviderError, TransientProviderError
+from memsync.base.secrets import Secret, resolve_secret
 from memsync.config import Config, Mem0ServerConfig
-from memsync.errors import AuthError, ConfigError, ProviderError, TransientProviderError
 from memsync.providers.http.shapes import expect_object
-from memsync.secrets import Secret, resolve_secret
 
 RefreshCall = Callable[[str], httpx.Response]
 

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
-from memsync.errors import NotFound, ProviderError
-from memsync.faults import killed_inside
+from memsync.base.errors import NotFound, ProviderError
+from memsync.base.faults import killed_inside
+from memsync.base.records import Outgoing, Record, Skipped, is_expired
 from memsync.providers.base import WriteOp, WriteResult, require_content
 from memsync.providers.mnem.convert import (
     NodeSpec,
@@ -43,7 +44,6 @@ from memsync.providers.mnem.convert import (
 from memsync.providers.mnem.expiry import forget_expired, forget_retired, forgotten_as_expired
 from memsync.providers.mnem.handle import AUTHOR, StoreHandle, detached
 from memsync.providers.mnem.known import UNKNOWN, KnownNodes
-from memsync.records import Outgoing, Record, Skipped, is_expired
 
 log = logging.getLogger("memsync.mnem")
 

@@ -54,8 +54,17 @@ from datetime import UTC, datetime, timedelta
 from types import ModuleType
 from typing import Any, Literal
 
-from memsync.dream import Dream
-from memsync.errors import ProviderError
+from memsync.base.dream import Dream
+from memsync.base.errors import ProviderError
+from memsync.base.records import (
+    Outgoing,
+    Record,
+    Skipped,
+    canonical_json,
+    is_blank,
+    is_expired,
+    parse_instant,
+)
 from memsync.providers.mnem.layouts import (
     MEM0,
     META_FIELDS,
@@ -65,15 +74,6 @@ from memsync.providers.mnem.layouts import (
     meta_of,
     read_value,
     reserved_keys,
-)
-from memsync.records import (
-    Outgoing,
-    Record,
-    Skipped,
-    canonical_json,
-    is_blank,
-    is_expired,
-    parse_instant,
 )
 
 NOTE_MARK = "memsync"

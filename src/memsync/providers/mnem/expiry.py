@@ -8,7 +8,7 @@ of each UTC day in a process (one scan of working memory). The mirror keeps an e
 that vanished (hidden is not deleted), and an update to it (the date cleared or moved)
 brings the node back; ``hidden_records`` finds such nodes again in the log.
 
-Dream's retired memories (superseded or merged on the Mem0 Platform, ``memsync.dream``) are
+Dream's retired memories (superseded or merged on the Mem0 Platform, ``memsync.base.dream``) are
 forgotten the same way, in a commit of their own ("memsync: forgot N retired by Dream ..."):
 mnem has no lifecycle states, so its working memory holds the current truth and its history
 the facts Dream replaced. Such a node is forgotten when memsync writes it retired and in the
@@ -21,11 +21,11 @@ from __future__ import annotations
 from datetime import date
 from functools import partial
 
-from memsync import records
-from memsync.errors import ProviderError
+from memsync.base import records
+from memsync.base.errors import ProviderError
+from memsync.base.records import Record
 from memsync.providers.mnem.convert import expired_in_note, record_from_node, retired_in_note
 from memsync.providers.mnem.handle import AUTHOR, StoreHandle
-from memsync.records import Record
 
 EXPIRED_COMMIT = "memsync: forgot"  # how an expiry (or Dream) tombstone commit's message starts
 _SWEPT: dict[str, date] = {}  # store path -> the UTC day its expired nodes were forgotten

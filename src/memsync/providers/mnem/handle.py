@@ -41,7 +41,7 @@ from tenacity import (
     wait_random,
 )
 
-from memsync.errors import (
+from memsync.base.errors import (
     ProviderBusy,
     ProviderError,
     ProviderUnavailable,
@@ -86,8 +86,8 @@ def sdk_of(store: Any) -> ModuleType:
 
 def _daemon_pid() -> int | None:
     """The running memsync daemon's pid (the one that may hold a store for its agents)."""
-    from memsync.lock import read_daemon_info
-    from memsync.paths import resolve_paths
+    from memsync.base.lock import read_daemon_info
+    from memsync.base.paths import resolve_paths
 
     pid = read_daemon_info(resolve_paths()).get("pid")
     return pid if isinstance(pid, int) else None

@@ -1,5 +1,5 @@
 """One mnem Store per store in this process, lent to everyone in it: the daemon's cycles and the
-agents it serves (``memsync.serve``) share the one handle mnem allows.
+agents it serves (``memsync.orchestration.serve``) share the one handle mnem allows.
 
 mnem allows one open handle per store, across processes and within one. While the daemon holds
 a store for the agents it serves, its own cycles, verifies and backups must use that handle

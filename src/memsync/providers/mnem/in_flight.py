@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from memsync.paths import make_private_dir, resolve_paths
+from memsync.base.paths import make_private_dir, resolve_paths
 
 
 class InFlight:

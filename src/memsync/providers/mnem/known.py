@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-from memsync.records import Record, Skipped
+from memsync.base.records import Record, Skipped
 
 
 class _Unknown:

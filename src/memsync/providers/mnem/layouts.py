@@ -34,8 +34,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from memsync.records import canonical_json
-from memsync.scopes.model import (
+from memsync.base.records import canonical_json
+from memsync.base.scopes import (
     NAMESPACE_SEPARATOR,
     Scope,
     fill_namespace,

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from memsync.base.records import Record, Skipped
 from memsync.providers.base import Listing, Page
 from memsync.providers.mnem.handle import AUTHOR
-from memsync.records import Record, Skipped
 
 PAGE_SIZE = 500
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from memsync.errors import TransientProviderError
+from memsync.base.errors import TransientProviderError
 from memsync.providers.mnem.convert import node_version
 
 if TYPE_CHECKING:

@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-from memsync.errors import ProviderError
+from memsync.base.errors import ProviderError
+from memsync.base.records import Record
 from memsync.providers.base import Listing, WriteOp, WriteResult
 from memsync.providers.mnem.held import HELD
 from memsync.providers.mnem.listing import MnemListing
 from memsync.providers.mnem.provider import MnemProvider
-from memsync.records import Record
 
 
 class OnDemandMnemProvider(MnemProvider):

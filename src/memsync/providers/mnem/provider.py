@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from memsync.base.errors import ProviderUnavailable
+from memsync.base.records import Outgoing, Record, Skipped
 from memsync.config import SCOPE_KEYS, WILDCARD, Config, MnemConfig
-from memsync.errors import ProviderUnavailable
 from memsync.providers.base import Capabilities, Listing, Page, WriteOp, WriteResult
 from memsync.providers.mnem.batch import BatchWrite
 from memsync.providers.mnem.convert import (
@@ -30,7 +31,6 @@ from memsync.providers.mnem.handle import StagedChangesPresent, StoreHandle, loa
 from memsync.providers.mnem.known import KnownNodes
 from memsync.providers.mnem.layouts import MEM0, VALUE_KEY, layout_from_config
 from memsync.providers.mnem.listing import MnemListing, added_then_removed, paged
-from memsync.records import Outgoing, Record, Skipped
 
 log = logging.getLogger("memsync.mnem")
 

@@ -26,7 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from memsync.errors import ProviderError
+from memsync.base.errors import ProviderError
+from memsync.base.records import Record
+from memsync.base.scopes import NAMESPACE_SEPARATOR, Scope
 from memsync.providers.base import Listing, WriteOp, WriteResult
 from memsync.providers.mnem.dates import CommitDates
 from memsync.providers.mnem.expiry import sweep_expired_daily
@@ -34,8 +36,6 @@ from memsync.providers.mnem.layouts import LangGraphLayout
 from memsync.providers.mnem.listing import MnemListing
 from memsync.providers.mnem.meanwhile import Meanwhile
 from memsync.providers.mnem.provider import MnemProvider
-from memsync.records import Record
-from memsync.scopes.model import NAMESPACE_SEPARATOR, Scope
 
 # store identity -> (head commit, the namespaces' scope values found at it), per process
 _FOUND: dict[str, tuple[str | None, frozenset[tuple[tuple[str, str], ...]]]] = {}

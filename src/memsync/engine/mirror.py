@@ -1,0 +1,508 @@
+"""Mirror: read one provider page by page into the staging store and journal what changed.
+
+Each page is fetched with no transaction open, then staged in one short transaction. A record
+changed only when its fingerprint *and* its version token changed (a flaky token alone is no
+edit). Removals are inferred only from a complete full listing (or named by an incremental
+one) and only past the safety gates: a provider that had memories and now lists none, or that
+would lose more than ``max_delete``, is refused, not emptied.
+
+Hidden is not deleted: when a listing may hide expired memories (``hides_expired``: a server
+that cannot be asked to show them), a missing one is read by id before any delete is inferred;
+when memsync itself takes expired memories out of a store without expiry
+(``tombstones_expired``: mnem), a missing one whose staged date has passed is kept. The same
+holds for what Dream retired (``memsync.base.dream``): a listing of the current truth only
+(``hides_retired``) has each missing memory read by id, except those staged as retired already,
+which are kept; a store memsync takes retired memories out of (``tombstones_retired``) keeps
+those too.
+
+A store that goes back in time (restored from a backup, or a server that lost acknowledged
+writes over a restart) answers older versions than memsync had seen from it. Where a store's
+``updated_at`` only moves forward (``Capabilities.ordered_updates``: every Mem0 kind), a
+listed version older than the newest memsync saw of that memory there, or one memsync saw
+before and since superseded, is a **rollback**, not an edit: it is staged as the store holds
+it (status counts what the store serves; ``history`` shows it) and flagged, so the planner
+copies it nowhere until the user settles it (``sync/plan.py``). In a full listing that
+showed any rollback, a memory the store no longer holds went back in time with it: it is
+flagged too, never inferred deleted elsewhere. More unsettled rollbacks than ``max_delete``
+allows refuse the provider for the cycle, as deletes over it do.
+
+A record read ``detached`` (an agent rewrote it through a store's own API and the fields memsync
+keeps beside the text there are gone, see ``Record.detached``) whose staged version still had
+them is the agent's text change only: metadata, dates, origin and non-native provenance are
+carried over from the staged row. It stays staged under that older version token until the
+queued write back into its store (an update, replayed in this run) lands, so a dry run, a crash
+or a second rewrite in between loses nothing: the next listing that returns it carries over
+again.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from memsync.base.faults import fault_point
+from memsync.base.records import Record, Skipped, is_expired, parse_instant, utc_now_iso
+from memsync.engine import unsynced
+from memsync.engine.excluded import MirrorExclusion
+from memsync.providers.base import Listing, Provider
+from memsync.staging.journal import journal_row
+from memsync.staging.records import StagedRef, StagedVersion, TokenRefresh
+from memsync.staging.rollbacks import Rollback, SeenVersion
+from memsync.staging.store import StagingStore, record_row
+
+__all__ = [
+    "DeleteLimits",
+    "Mirror",
+    "MirrorResult",
+    "check_identity",
+    "load_cursor",
+    "save_cycle_summary",
+]
+
+
+@dataclass
+class DeleteLimits:
+    percent: float
+    count: int
+    force: bool = False
+
+    def exceeded(self, deletes: int, total: int) -> bool:
+        """Over the count, or (from two deletes up) over the share of the provider's records."""
+        if self.force or deletes == 0:
+            return False
+        if deletes > self.count:
+            return True
+        return deletes >= 2 and deletes > total * self.percent / 100.0
+
+
+@dataclass
+class MirrorResult:
+    provider: str
+    mode: str = "full"
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    listed: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    complete: bool = False
+    partial_reason: str | None = None
+    refused: str | None = None
+    refused_by: str | None = None  # the gate: "max_delete" (deletes) or "rollbacks"
+    rolled_back: int = 0  # memories this listing found gone back in time (see module doc)
+    reset: bool = False
+    excluded: int = 0  # records its exclude covers (memsync.base.exclude)
+    excluded_copies: dict[str, int] = field(default_factory=dict)  # made before the rule
+    outside: int | None = None  # records outside the store's layout (Listing.outside)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "listed": self.listed,
+            "added": self.added,
+            "changed": self.changed,
+            "removed": self.removed,
+            "rolled_back": self.rolled_back,
+            "skipped": [s.as_dict() for s in self.skipped],
+            "complete": self.complete,
+            "partial_reason": self.partial_reason,
+            "refused": self.refused,
+            "refused_by": self.refused_by,
+            "reset": self.reset,
+            **({"excluded": self.excluded} if self.excluded else {}),
+            **({"excluded_copies": self.excluded_copies} if self.excluded_copies else {}),
+            **({"outside": self.outside} if self.outside is not None else {}),
+        }
+
+
+def check_identity(store: StagingStore, provider: Provider) -> bool:
+    """Register the provider; if its identity moved, reset its mirror. True when reset."""
+    identity = provider.identity()
+    known = store.providers.identity(provider.name)
+    if known == identity:
+        return False
+    with store.transaction():
+        reset = known is not None
+        if reset:
+            # A moved store must not look like mass deletion: forget what we knew of it.
+            store.records.forget_provider(provider.name)
+        store.providers.register(provider.name, provider.type, identity, utc_now_iso())
+    return reset
+
+
+class Mirror:
+    """Stages one provider's listing for one run."""
+
+    def __init__(
+        self,
+        store: StagingStore,
+        provider: Provider,
+        run_id: int,
+        limits: DeleteLimits,
+        stop: threading.Event | None = None,
+        write_back: bool = True,
+    ) -> None:
+        self.stop = stop
+        # May a carried-over record be written back into this provider (see _queue_repairs)?
+        # Not when memsync only reads it (direction "pull") or in a dry run.
+        self.write_back = write_back
+        self.store = store
+        self.provider = provider
+        self.run_id = run_id
+        self.limits = limits
+        self.result = MirrorResult(provider.name)
+        self.records = store.records
+        self.records.start_listing()
+        self.exclusion = MirrorExclusion(store, provider)
+        # A memory its store gives no created_at (a native mnem node without event_time) is
+        # dated when memsync first sees it: one instant, which every copy then carries.
+        self.first_seen_at = utc_now_iso()
+
+    def run(self, listing: Listing) -> MirrorResult:
+        result = self.result
+        result.mode = listing.mode
+        before = self.store.count_records(self.provider.name)
+        try:
+            for page in self.exclusion.pages(listing):
+                self._stage_page(page.records, page.skipped)
+                fault_point("mirror:page")
+                if self.stop is not None and self.stop.is_set():
+                    listing.mark_partial("stopped by a signal before the listing ended")
+                    break
+        finally:
+            result.complete = listing.complete
+            result.partial_reason = listing.partial_reason
+            if not listing.complete and result.partial_reason is None:
+                result.partial_reason = "the listing did not finish"
+        self._confirm_missing(listing)  # point reads: before the removals transaction
+        with self.store.transaction():
+            self._removals(listing, before)
+            result.excluded = self.exclusion.settle(listing)
+            self._rollback_gate(max(before, result.listed))
+            if listing.complete:
+                self._commit_cursor(listing)
+        result.excluded_copies = self.exclusion.copies()
+        result.outside = self._outside(listing)
+        fault_point("mirror:committed")
+        return result
+
+    def _outside(self, listing: Listing) -> int | None:
+        """How many records the store holds outside its layout: counted by a full listing,
+        moved on by an incremental one from the count the last cycle kept."""
+        if listing.outside is not None or listing.mode != "incremental":
+            return listing.outside
+        previous = self.store.providers.last_cycle(self.provider.name)
+        counted = json.loads(previous).get("outside") if previous else None
+        if not isinstance(counted, int):
+            return None
+        return max(0, counted + listing.outside_change)
+
+    # pages --------------------------------------------------------------------------------
+
+    def _stage_page(self, records: list[Record], skipped: list[Skipped]) -> None:
+        name = self.provider.name
+        empty = [r for r in records if r.is_blank]
+        if empty:  # never carried, whatever the provider did: memsync writes no empty memory
+            skipped = [*skipped, *(Skipped(r.id, "empty content") for r in empty)]
+            records = [r for r in records if not r.is_blank]
+        dates = self._first_dates(records)  # before the transaction: the store may take a while
+        with self.store.transaction():
+            now = utc_now_iso()  # the page's journal entries, one transaction, one instant
+            fresh = self._first_sightings(records)
+            existing = self.records.staged_versions(name, [r.id for r in fresh])
+            rolled_back = self._rolled_back(fresh, existing)
+            upserts: list[tuple[Any, ...]] = []
+            tokens: list[TokenRefresh] = []
+            journal: list[tuple[Any, ...]] = []
+            repairs: list[str] = []  # links whose record lost memsync's fields in the store
+            for record in fresh:
+                old = existing.get(record.id)
+                if record.created_at is None:
+                    dated = old.created_at if old is not None else dates.get(record.id)
+                    record = replace(record, created_at=dated or self.first_seen_at)
+                if old is None:
+                    link_id = self.provider.origin_of(record)
+                    upserts.append(record_row(name, link_id, record, self.run_id))
+                    journal.append(
+                        journal_row(self.run_id, name, link_id, "added", record, record.id, now)
+                    )
+                    self.result.added += 1
+                    continue
+                link_id, fingerprint, version = old.link_id, old.fingerprint, old.version
+                carried = (
+                    record.detached
+                    and bool(version)
+                    and not self.provider.version_detached(version)
+                )
+                if carried:
+                    # Staged with the version that had memsync's fields until the write back
+                    # lands: a later listing (or rewrite) still finds them to carry over.
+                    record = self._carry_over(record, version)
+                    if self.write_back:
+                        repairs.append(link_id)
+                elif version is not None and record.version == version:
+                    # The provider's own token says unchanged: no need to fingerprint (the
+                    # common case of a quiet cycle), and no churn on a fingerprint quirk.
+                    continue
+                if record.fingerprint == fingerprint:
+                    # No edit (a new token, or a spelling variant of the same text): keep the
+                    # provider's exact bytes and token, journal nothing, write nowhere.
+                    if not carried:
+                        tokens.append(
+                            TokenRefresh(
+                                record.version, record.updated_at, record.content, name, record.id
+                            )
+                        )
+                    continue
+                upserts.append(record_row(name, link_id, record, self.run_id))
+                journal.append(
+                    journal_row(self.run_id, name, link_id, "changed", record, record.id, now)
+                )
+                self.result.changed += 1
+            if rolled_back:
+                self.store.rollbacks.flag(rolled_back)
+                self.result.rolled_back += len(rolled_back)
+            self.records.upsert(upserts)
+            if tokens:
+                self.records.refresh_tokens(tokens)
+            self.store.journal.append(journal)
+            if repairs:
+                # Written back into its own store, so it holds memsync's fields again (a plain
+                # update from the staged record, replayed in this run).
+                self.store.outbox.queue_write_backs(self.run_id, name, repairs, utc_now_iso())
+            if skipped:
+                self.records.record_skipped(
+                    (self.run_id, name, s.id, s.reason, utc_now_iso()) for s in skipped
+                )
+        self.result.skipped.extend(skipped)
+        self.result.listed += len(fresh)
+
+    def _first_dates(self, records: list[Record]) -> dict[str, str]:
+        """When the store says it got each memory memsync sees for the first time without a
+        created_at (``Provider.first_dates``): asked once per memory, never per cycle."""
+        undated = [r.id for r in records if r.created_at is None]
+        if not undated:
+            return {}
+        staged = self.records.staged_versions(self.provider.name, undated)
+        new = [record_id for record_id in undated if record_id not in staged]
+        return self.provider.first_dates(new) if new else {}
+
+    def _rolled_back(
+        self, records: list[Record], existing: dict[str, StagedVersion]
+    ) -> list[Rollback]:
+        """The records among these that went back in time (see the module docstring)."""
+        if not self.provider.capabilities.ordered_updates:
+            return []
+        suspects = []
+        for record in records:
+            old = existing.get(record.id)
+            if old is None or record.detached or record.version == old.version:
+                continue
+            if record.fingerprint != old.fingerprint:
+                suspects.append((record, old))
+        if not suspects:
+            return []
+        seen: dict[str, list[SeenVersion]] = {}
+        links = sorted({old.link_id for _, old in suspects})
+        for version in self.store.rollbacks.seen_versions(self.provider.name, links):
+            seen.setdefault(version.provider_id, []).append(version)
+        found = []
+        now = utc_now_iso()
+        for record, old in suspects:
+            versions = [
+                *seen.get(record.id, []),
+                SeenVersion(record.id, old.updated_at, old.version),
+            ]
+            newest, newest_text = _newest(versions)
+            listed = parse_instant(record.updated_at)
+            older = listed is not None and newest is not None and listed < newest
+            returned = any(v.version == record.version for v in versions if v.version)
+            if older or returned:
+                name = self.provider.name
+                found.append(
+                    Rollback(
+                        name,
+                        old.link_id,
+                        record.id,
+                        newest_text,
+                        record.updated_at,
+                        self.run_id,
+                        now,
+                    )
+                )
+        return found
+
+    def _carry_over(self, record: Record, version: str | None) -> Record:
+        """A detached record (see Record.detached) with what its store could not keep taken
+        from the version staged for it: the text, the store's own provenance and whatever
+        metadata the rewrite itself holds (a LangGraph value's keys) are the agent's change;
+        the rest of the metadata, dates, origin and the rest of the provenance are not."""
+        staged = self.records.kept_fields(self.provider.name, record.id)
+        native = self.provider.native_provenance
+        kept = {k: v for k, v in staged.provenance.items() if k not in native}
+        return replace(
+            record,
+            metadata={**staged.metadata, **record.metadata},
+            created_at=staged.created_at,
+            expiration_date=staged.expiration_date,
+            origin=staged.origin or record.origin,
+            provenance={**kept, **record.provenance},
+            version=version,
+            detached=False,
+        )
+
+    def _first_sightings(self, records: list[Record]) -> list[Record]:
+        """Drop records this listing already returned (offset paging can repeat items)."""
+        repeated = self.records.already_seen([r.id for r in records])
+        fresh: list[Record] = []
+        for record in records:
+            if record.id not in repeated:
+                repeated.add(record.id)  # also drops repeats within the page
+                fresh.append(record)
+        self.records.mark_seen(r.id for r in fresh)
+        return fresh
+
+    # removals -----------------------------------------------------------------------------
+
+    def _missing(self) -> list[StagedRef]:
+        """Staged records this full listing did not return (an excluded one is not gone)."""
+        return self.exclusion.not_excluded(self.records.unseen(self.provider.name))
+
+    def _confirm_missing(self, listing: Listing) -> None:
+        """Read each missing memory by id when the listing may hide expired (or, asked for the
+        current truth only, retired) ones: what is found is staged as listed (with its date and
+        Dream's marks), so only a memory really gone is removed."""
+        hides = listing.hides_expired or listing.hides_retired
+        if not hides or listing.mode != "full" or not listing.complete:
+            return
+        missing = self._missing()
+        if not listing.hides_expired:  # retired ones stay out of such listings: known, kept
+            missing = [row for row in missing if not row.retired]
+        found = [
+            record for row in missing if (record := self.provider.get(row.provider_id)) is not None
+        ]
+        if found:
+            self._stage_page(found, [])
+
+    def _removals(self, listing: Listing, before: int) -> None:
+        name = self.provider.name
+        if listing.mode == "incremental":
+            if not listing.removed:
+                return
+            gone = self.exclusion.not_excluded(self.records.refs(name, listing.removed))
+        else:
+            if not listing.complete:
+                return
+            gone = self._missing()
+        if listing.tombstones_expired:  # out of the store by memsync's own tombstone, not gone
+            gone = [row for row in gone if not is_expired(row.expiration_date)]
+        if listing.tombstones_retired or listing.hides_retired:  # Dream retired it: not gone
+            gone = [row for row in gone if not row.retired]
+        listed = self.result.listed + len(self.exclusion.listed)  # excluded: the store answered
+        if listing.mode == "full" and gone and listed == 0 and not self.limits.force:
+            self.result.refused_by = "max_delete"
+            self.result.refused = (
+                f"listed no memories but held {before} before; nothing deleted "
+                "(if this is right, run `memsync sync --force-delete`)"
+            )
+            return
+        if gone and listing.mode == "full" and self._went_back_in_time():
+            self._lost_in_the_rollback(gone)
+            return
+        if self.limits.exceeded(len(gone), before):
+            self.result.refused_by = "max_delete"
+            self.result.refused = (
+                f"would delete {len(gone)} of {before} memories, over max_delete "
+                f"({self.limits.percent:g}% / {self.limits.count}); nothing deleted "
+                "(if this is right, run `memsync sync --force-delete`)"
+            )
+            return
+        self.store.journal.append(
+            journal_row(self.run_id, name, row.link_id, "removed", None, row.provider_id)
+            for row in gone
+        )
+        self.records.remove((name, row.provider_id) for row in gone)
+        self.result.removed += len(gone)
+
+    def _went_back_in_time(self) -> bool:
+        """This store showed rollbacks (in this listing, or ones still unsettled)."""
+        if not self.provider.capabilities.ordered_updates:
+            return False
+        return self.result.rolled_back > 0 or self.store.rollbacks.any_in(self.provider.name)
+
+    def _lost_in_the_rollback(self, gone: list[StagedRef]) -> None:
+        """Memories a store that went back in time no longer holds: flagged as rolled back
+        (the planner deletes them nowhere), out of its mirror as they are out of the store."""
+        name, now = self.provider.name, utc_now_iso()
+        staged = self.records.staged_versions(name, [row.provider_id for row in gone])
+        self.store.rollbacks.flag(
+            Rollback(
+                name,
+                row.link_id,
+                row.provider_id,
+                staged[row.provider_id].updated_at if row.provider_id in staged else None,
+                None,
+                self.run_id,
+                now,
+            )
+            for row in gone
+        )
+        self.store.journal.append(
+            journal_row(self.run_id, name, row.link_id, "removed", None, row.provider_id)
+            for row in gone
+        )
+        self.records.remove((name, row.provider_id) for row in gone)
+        self.result.removed += len(gone)
+        self.result.rolled_back += len(gone)
+
+    def _rollback_gate(self, total: int) -> None:
+        """More unsettled rollbacks than max_delete allows: the provider sits this cycle out."""
+        if self.result.refused or not self.provider.capabilities.ordered_updates:
+            return
+        name = self.provider.name
+        unsettled = self.store.rollbacks.unsettled(name)
+        if not DeleteLimits(self.limits.percent, self.limits.count).exceeded(unsettled, total):
+            return
+        self.result.refused_by = "rollbacks"
+        self.result.refused = (
+            f"{unsettled} of {total} memories in {name} are older versions than memsync saw "
+            f"there before (restored from a backup? writes lost?), over max_delete "
+            f"({self.limits.percent:g}% / {self.limits.count}); nothing copied from or to "
+            f"{name}. Settle them all: `memsync resolve --rolled-back {name} --keep {name}` "
+            f"takes its older versions everywhere, `--keep OTHER` writes the newer ones back "
+            f"into {name}"
+        )
+
+    def _commit_cursor(self, listing: Listing) -> None:
+        now = utc_now_iso()
+        full_scan_at = now if listing.mode == "full" else None
+        self.store.providers.save_cursor(self.provider.name, listing.cursor, full_scan_at, now)
+
+
+def _newest(versions: list[SeenVersion]) -> tuple[datetime | None, str | None]:
+    """The newest updated_at among these versions (as an instant, and as it was written)."""
+    newest: datetime | None = None
+    text: str | None = None
+    for version in versions:
+        instant = parse_instant(version.updated_at)
+        if instant is not None and (newest is None or instant > newest):
+            newest, text = instant, version.updated_at
+    return newest, text
+
+
+def load_cursor(store: StagingStore, provider: str) -> tuple[str | None, str | None]:
+    cursor = store.providers.cursor(provider)
+    return cursor.cursor, cursor.full_scan_at
+
+
+def save_cycle_summary(store: StagingStore, provider: str, summary: dict[str, Any]) -> None:
+    """Keep the provider's cycle for status, with how long it has gone unsynced (``unsynced``)."""
+    with store.transaction():
+        previous = store.providers.last_cycle(provider)
+        before = json.loads(previous) if previous else None
+        summary = unsynced.carry(provider, before, summary)
+        if "outside" not in summary and before and "outside" in before:  # not listed this time
+            summary["outside"] = before["outside"]
+        store.providers.save_last_cycle(provider, json.dumps(summary, default=str))

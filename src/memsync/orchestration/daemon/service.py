@@ -1,0 +1,474 @@
+"""``memsync daemon``: sync cycles and backups on a schedule, config reloads, clean stops.
+
+One foreground process that systemd (or any supervisor) runs:
+
+- APScheduler runs a sync job every ``[sync] interval`` and a backup job every ``[backup]
+  interval``, coalesced, one instance at a time, and late runs still run (a laptop that slept
+  syncs when it wakes). The first sync runs at start. A job that outlasts its interval is one
+  info line when it ends (``folded_runs``), not a warning per run folded into the next.
+- Between them, watched local stores and probed remote ones start cycles for only the
+  providers and scopes that changed (``scopes/triggers.py``).
+- The mnem stores it syncs are served to agents on a local socket (``orchestration/serve``): while
+  an agent uses one through memsync's clients, the daemon holds its one handle, and its own
+  cycles use that handle too (``providers/mnem/shared``); each agent write starts a cycle.
+- The config's directory is watched (editors replace files on save) and SIGHUP asks the
+  same: the new file is parsed and validated first, and a broken one is logged while the
+  running config keeps going.
+- SIGTERM and SIGINT set the engine's stop event, so the action in flight finishes and the
+  rest waits for the next start; the process exits 0 within ``STOP_GRACE`` seconds.
+- Signals only ever reach the main loop (``signal_inbox``): blocked in every thread memsync
+  starts, and recorded through a wakeup socket when the kernel hands one to a thread a
+  library started before (numpy's OpenBLAS pool), so no handler runs in the middle of a lock
+  it would need and no signal takes its default action (SIGTERM and SIGHUP would kill).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from memsync.base.errors import ConfigError, LockHeld, MemsyncError
+from memsync.base.lock import daemon_lock, is_locked
+from memsync.base.paths import Paths
+from memsync.base.signal_inbox import SignalInbox, blocked_in_new_threads
+from memsync.config import Config, MnemConfig, load_config
+from memsync.config.address import parse_listen
+from memsync.engine.report import CycleReport, SyncOptions
+from memsync.orchestration.daemon import scheduled_verify
+from memsync.orchestration.daemon.backups import last_backup_time, take_backups
+from memsync.orchestration.daemon.folded_runs import FoldedRuns
+from memsync.orchestration.daemon.logging import Redactor, secrets_in
+from memsync.orchestration.daemon.notify import Notifier
+from memsync.orchestration.live.triggers import Live
+from memsync.orchestration.live.watch import Hint
+from memsync.orchestration.runner import run_sync
+from memsync.orchestration.scopes.report import incomplete_discoveries
+from memsync.orchestration.ui.metrics import Metrics
+from memsync.orchestration.ui.server import UiServer
+from memsync.providers.mem0.server_tokens import require_lasting_credentials
+from memsync.providers.mnem.held import HELD
+from memsync.staging.store import checkpoint
+
+if TYPE_CHECKING:
+    from memsync.orchestration.serve.server import StoreServer
+
+log = logging.getLogger("memsync.daemon")
+
+STOP_GRACE = 8.0  # seconds a stop waits for the job in flight; systemd allows 10 more
+TICK = 0.5  # the main loop's longest sleep: reload latency and watchdog granularity
+HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_VERDICT = {0: "ok", 1: "needs attention", 6: "deletes refused"}
+
+
+@dataclass
+class StopResult:
+    exit_code: int
+    jobs_left_running: bool  # a job ignored the stop; the caller must not wait for its thread
+
+
+def summarize(report: CycleReport, seconds: float) -> str:
+    """One line for the log and systemd's STATUS: verdict, time, per-provider states, writes."""
+    verdict = "interrupted" if report.interrupted else _VERDICT.get(report.exit_code, "failed")
+    taking_part = {n: o for n, o in report.providers.items() if o.state != "skipped"}
+    ok = sum(1 for o in taking_part.values() if o.state == "ok")
+    others = [f"{n} {o.state}" for n, o in taking_part.items() if o.state != "ok"]
+    written = sum(o.written for o in taking_part.values())
+    parts = [", ".join([f"{ok} provider{'' if ok == 1 else 's'} ok", *others])]
+    if written:
+        parts.append(f"wrote {written}")
+    if report.failures:
+        parts.append(f"{len(report.failures)} failed")
+    open_conflicts = sum(1 for c in report.conflicts if c.state == "open")
+    if open_conflicts:
+        parts.append(f"{open_conflicts} open conflict(s)")
+    if report.waiting:
+        parts.append(f"{report.waiting} waiting")
+    parts += incomplete_discoveries(getattr(report, "discovery", {})).values()
+    return f"sync #{report.run_id} {verdict} in {seconds:.1f}s: " + "; ".join(parts)
+
+
+class Daemon:
+    """The running daemon; ``run()`` returns when a stop signal arrived and jobs wound down."""
+
+    def __init__(
+        self,
+        paths: Paths,
+        config: Config,
+        notifier: Notifier | None = None,
+        redactor: Redactor | None = None,
+    ) -> None:
+        self.paths = paths
+        self.config = config
+        self.notifier = notifier or Notifier()
+        self.redactor = redactor
+        self.stop = threading.Event()
+        self._reload_pending = threading.Event()
+        self._jobs = threading.Condition()
+        self._running_jobs = 0
+        self._backup_after_first_sync = False
+        self.ui: UiServer | None = None
+        self.live: Live | None = None  # watched and probed stores: hinted cycles
+        self.serve: StoreServer | None = None  # mnem stores served to agents
+        self.metrics = Metrics(paths)  # /metrics on the status page's server
+        self.folded_runs = FoldedRuns()  # a job longer than its interval: one info line
+        self.scheduler = BackgroundScheduler(
+            timezone=UTC,
+            logger=self.folded_runs.logger,
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
+        )
+        self.folded_runs.attach(self.scheduler)
+
+    # lifecycle -----------------------------------------------------------------------------
+
+    def run(self) -> StopResult:
+        with SignalInbox(HANDLED) as inbox:
+            with blocked_in_new_threads(HANDLED):
+                self._start()
+            reason = self._loop(inbox)
+            return self._shutdown(reason)
+
+    def _start(self) -> None:
+        config = self.config
+        if self.redactor is not None:
+            self.redactor.update(secrets_in(config))
+        now = datetime.now(UTC)
+        self.scheduler.add_job(
+            self._guarded("sync", self._sync_job),
+            IntervalTrigger(seconds=config.sync.interval, timezone=UTC),
+            id="sync",
+            next_run_time=now,
+        )
+        self.scheduler.add_job(
+            self._guarded("backup", self._backup_job),
+            IntervalTrigger(seconds=config.backup.interval, timezone=UTC),
+            id="backup",
+            next_run_time=self._first_backup_time(now),
+        )
+        scheduled_verify.install(self.scheduler, self._verify_job, self.paths, config, now)
+        self.live = Live(self.paths, config, self.stop, guard=self._guarded)
+        self.live.start()  # before the first sync, which keeps what the probes answer
+        self._start_serving()
+        self.scheduler.start()
+        threading.Thread(target=self._watch_config, name="config-watch", daemon=True).start()
+        self._start_ui()
+        log.info(
+            "memsync daemon started: config %s; sync every %s, backups every %s (keep %d)",
+            self.paths.config_file,
+            _seconds(config.sync.interval),
+            _seconds(config.backup.interval),
+            config.backup.keep,
+        )
+        self.notifier.ready("started; first sync running")
+
+    def _start_ui(self) -> None:
+        """Serve the status page when [ui] listen is set; a page that cannot start is logged."""
+        settings = self.config.ui
+        if settings.listen is None:
+            return
+        host, port = parse_listen(settings.listen)
+        try:
+            self.ui = UiServer(
+                self.paths, host, port, allow_remote=settings.allow_remote, metrics=self.metrics
+            )
+        except MemsyncError as exc:
+            log.error("status page not started: %s; syncing goes on without it", exc)
+            return
+        self.ui.start_in_thread()
+        log.info(
+            "status page on %s (`memsync ui` prints the link with its token)", self.ui.base_url
+        )
+
+    def _start_serving(self) -> None:
+        """Serve the mnem stores memsync syncs to agents (``orchestration/serve``). Everyone in the
+        daemon then shares one handle per store: its cycles, the agents it serves."""
+        HELD.enabled = True
+        if self.serve is not None or not any(
+            isinstance(entry, MnemConfig) for entry in self.config.providers.values()
+        ):
+            return  # no mnem store to serve (a reload that adds one starts serving then)
+        try:
+            from memsync.orchestration.serve.server import StoreServer  # needs the mnem SDK
+
+            server = StoreServer(self.paths, self.config, on_write=self._served_write)
+            server.start()
+        except (ImportError, OSError) as exc:
+            log.warning(
+                "not serving mnem stores to agents (%s); their clients open the stores "
+                "themselves, and syncing goes on",
+                exc,
+            )
+            return
+        self.serve = server
+
+    def _served_write(self, hint: Hint) -> None:
+        if self.live is not None:
+            self.live.changed({hint})
+
+    def _first_backup_time(self, now: datetime) -> datetime:
+        """Due one interval after the newest backup; with none yet, right after the first sync."""
+        last = last_backup_time(self.paths.backups_dir)
+        if last is None:
+            self._backup_after_first_sync = True
+            return now + timedelta(seconds=self.config.backup.interval)
+        return max(now, last + timedelta(seconds=self.config.backup.interval))
+
+    def _loop(self, inbox: SignalInbox) -> str:
+        next_ping = time.monotonic()
+        while True:
+            interval = self.notifier.watchdog_interval
+            timeout = min(TICK, interval) if interval else TICK
+            received = inbox.wait(timeout)
+            stops = [sig for sig in received if sig != signal.SIGHUP]
+            if stops:  # a stop wins over reloads that came with it
+                return stops[0].name
+            if received:  # several SIGHUPs at once are one reload
+                self._reload("SIGHUP", always_notify=True)
+            if self._reload_pending.is_set():
+                self._reload_pending.clear()
+                self._reload("config file changed", always_notify=False)
+            if interval and time.monotonic() >= next_ping and self.scheduler.running:
+                self.notifier.watchdog()
+                next_ping = time.monotonic() + interval
+
+    def _shutdown(self, reason: str) -> StopResult:
+        log.info("stopping (%s): finishing the writes in flight; the rest runs next start", reason)
+        self.stop.set()
+        self.notifier.stopping("stopping")
+        self.scheduler.shutdown(wait=False)
+        if self.live is not None:
+            self.live.close()
+        deadline = time.monotonic() + STOP_GRACE
+        if self.serve is not None:  # requests in flight are answered, then every client hangs up
+            self.serve.close(grace=STOP_GRACE / 2)
+        if self.ui is not None:
+            self.ui.stop(grace=0)  # its open connections close; its requests share the grace
+        with self._jobs:
+            idle = self._jobs.wait_for(
+                lambda: self._running_jobs == 0, timeout=max(0.0, deadline - time.monotonic())
+            )
+        if self.ui is not None and not self.ui.wait_answered(deadline - time.monotonic()):
+            idle = False
+        if not idle:
+            log.warning(
+                "a job was still running after %.0fs; exiting without it "
+                "(its progress so far is recorded; the next start carries on)",
+                STOP_GRACE,
+            )
+            return StopResult(0, jobs_left_running=True)
+        HELD.let_go_of_idle()  # the agents' clients take their stores back
+        self._checkpoint()
+        log.info("stopped")
+        return StopResult(0, jobs_left_running=False)
+
+    def _checkpoint(self) -> None:
+        """Fold the WAL into the database file without waiting for anyone (PASSIVE)."""
+        if not self.paths.database.exists():
+            return
+        try:
+            checkpoint(self.paths.database, timeout=1.0)
+        except sqlite3.Error as exc:
+            log.warning("could not checkpoint the staging database: %s", exc)
+
+    # jobs ----------------------------------------------------------------------------------
+
+    def _guarded(self, name: str, job: Callable[[], None]) -> Callable[[], None]:
+        """The job, counted while it runs (a stop waits for it), never raising into APScheduler."""
+
+        def run() -> None:
+            with self._jobs:
+                self._running_jobs += 1
+            try:
+                if not self.stop.is_set():
+                    job()
+            except Exception:
+                log.exception("%s job failed unexpectedly; it runs again next interval", name)
+            finally:
+                with self._jobs:
+                    self._running_jobs -= 1
+                    self._jobs.notify_all()
+
+        return run
+
+    def _sync_job(self) -> None:
+        config = self.config
+        started = time.monotonic()
+        try:
+            report = self._cycle(config)
+        except LockHeld as exc:
+            self.metrics.cycle_not_run("busy")
+            log.warning("sync skipped: %s; trying again next interval", exc)
+            return
+        except MemsyncError as exc:
+            self.metrics.cycle_not_run("failed")
+            log.error("sync failed: %s", exc)
+            self.notifier.status(f"last sync failed: {exc}")
+            return
+        self.metrics.cycle_ended(report.run_id, per_scope=config.metrics.per_scope)
+        line = summarize(report, time.monotonic() - started)
+        log.log(logging.INFO if report.exit_code == 0 else logging.WARNING, "%s", line)
+        for name, outcome in report.providers.items():
+            if outcome.mirror and outcome.mirror.refused:
+                gate = "rollbacks" if outcome.mirror.refused_by == "rollbacks" else "deletes"
+                log.warning(  # the reason says how to confirm or settle it
+                    "sync #%d: %s: %s REFUSED: %s",
+                    report.run_id,
+                    name,
+                    gate,
+                    outcome.mirror.refused,
+                )
+        for failure in report.provider_failures():  # one line each (sync/failures.py)
+            # busy is normal for a while: sync/unsynced.py raises its voice once it has lasted
+            level = logging.INFO if failure.busy else logging.WARNING
+            log.log(level, "sync #%d: %s", report.run_id, failure.line())
+        self.notifier.status(line)
+        if self._backup_after_first_sync and not self.stop.is_set():
+            self._backup_after_first_sync = False
+            self._run_soon("backup")
+
+    def _cycle(self, config: Config) -> CycleReport:
+        """run_sync, after waiting (stoppably, within reason) for a manual `memsync sync`."""
+        patience = time.monotonic() + max(5.0, min(config.sync.interval, 300.0))
+        while is_locked(self.paths.lock_file) and time.monotonic() < patience:
+            if self.stop.wait(0.2):
+                break
+        options = SyncOptions(stop=self.stop)
+        return run_sync(self.paths, config, options, lock_wait=1.0, observer=self.live)
+
+    def _backup_job(self) -> None:
+        config = self.config
+        for outcome in take_backups(self.paths, config):
+            if outcome.error:
+                log.error("backup of %s failed: %s", outcome.provider, outcome.error)
+            elif outcome.skipped:
+                log.info("backup of %s skipped: %s", outcome.provider, outcome.skipped)
+            else:
+                removed = f", removed {len(outcome.removed)} older" if outcome.removed else ""
+                log.info(
+                    "backup of %s: %d memories to %s%s",
+                    outcome.provider,
+                    outcome.count,
+                    outcome.path,
+                    removed,
+                )
+
+    @property
+    def _verify_job(self) -> Callable[[], None]:
+        """The scheduled verify (``daemon/scheduled_verify.py``), counted like every job."""
+        return self._guarded(
+            "verify",
+            lambda: scheduled_verify.verify_job(self.paths, lambda: self.config, self.stop),
+        )
+
+    def _run_soon(self, job_id: str) -> None:
+        """Run a job now, unless the scheduler is shutting down or the job is gone."""
+        try:
+            self.scheduler.modify_job(job_id, next_run_time=datetime.now(UTC))
+        except Exception as exc:  # the scheduler was shut down, or the job removed
+            log.debug("could not run %s now: %s", job_id, exc)
+
+    # config --------------------------------------------------------------------------------
+
+    def _watch_config(self) -> None:
+        import watchfiles
+
+        target = self.paths.config_file
+        try:
+            for _ in watchfiles.watch(
+                target.parent,
+                watch_filter=lambda _change, path: Path(path).name == target.name,
+                debounce=400,
+                stop_event=self.stop,
+                recursive=False,
+                raise_interrupt=False,
+            ):
+                self._reload_pending.set()
+        except Exception as exc:  # the directory vanished, inotify limits reached, ...
+            if not self.stop.is_set():
+                log.warning(
+                    "stopped watching %s (%s); send SIGHUP (systemctl --user reload memsync) "
+                    "to reload the config",
+                    target.parent,
+                    exc,
+                )
+
+    def _reload(self, reason: str, *, always_notify: bool) -> None:
+        """Validate the config file, then swap it in; a broken one leaves the running one."""
+        try:
+            new = load_config(self.paths.config_file)
+            require_lasting_credentials(new)
+        except ConfigError as exc:
+            log.error(
+                "config not reloaded (%s): %s; still running the previous config", reason, exc
+            )
+            status = f"config error, running the previous config: {exc}"
+            if always_notify:  # systemd waits for READY=1 after the RELOADING=1 a SIGHUP implies
+                self.notifier.reloading()
+                self.notifier.ready(status)
+            else:
+                self.notifier.status(status)
+            return
+        old = self.config
+        if new == old and not always_notify:
+            return
+        self.notifier.reloading()
+        self.config = new
+        if self.redactor is not None:
+            self.redactor.update(secrets_in(new))
+        if new.sync.interval != old.sync.interval:
+            self.scheduler.reschedule_job(
+                "sync", trigger=IntervalTrigger(seconds=new.sync.interval, timezone=UTC)
+            )
+        if new.backup.interval != old.backup.interval:
+            self.scheduler.reschedule_job(
+                "backup", trigger=IntervalTrigger(seconds=new.backup.interval, timezone=UTC)
+            )
+        scheduled_verify.reconfigure(self.scheduler, self._verify_job, self.paths, old, new)
+        if new != old:
+            if self.live is not None:
+                self.live.reconfigure(new)
+            if self.serve is not None:
+                self.serve.reconfigure(new)
+            self._start_serving()
+            self._run_soon("sync")
+            log.info(
+                "config reloaded (%s): %d providers (active: %s); sync every %s, backups every %s",
+                reason,
+                len(new.providers),
+                new.sync.active,
+                _seconds(new.sync.interval),
+                _seconds(new.backup.interval),
+            )
+        else:
+            log.info("config reloaded (%s): unchanged", reason)
+        self.notifier.ready("config reloaded")
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}s"
+
+
+def run_daemon(paths: Paths, *, redactor: Redactor | None = None) -> StopResult:
+    """Hold the daemon lock (one daemon an installation), load the config, run until stopped.
+
+    Raises LockHeld when another daemon runs, ConfigError when the config is invalid at start.
+    """
+    lock = daemon_lock(paths)
+    try:
+        lock.acquire()
+        config = load_config(paths.config_file)
+        require_lasting_credentials(config)  # a token that dies in 30 minutes: refused now
+        paths.ensure()
+        return Daemon(paths, config, redactor=redactor).run()
+    finally:
+        lock.release()
