@@ -61,8 +61,11 @@ chromium:
 demo: $(STAMP) mnem-sdk
 	$(BIN)/python -m memsync.demo
 
+# ruff, then the import contract (pyproject.toml [tool.importlinter]): an import that climbs a
+# layer fails the build.
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
+	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

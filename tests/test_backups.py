@@ -21,8 +21,8 @@ from memsync.base.paths import resolve_paths
 from memsync.base.pmm import Rejected, open_pmm
 from memsync.base.records import Record
 from memsync.config import load_config
-from memsync.orchestration.daemon import backups
-from memsync.orchestration.daemon.backups import family_of, list_backups, take_backups
+from memsync.orchestration import backups
+from memsync.orchestration.backups import family_of, list_backups, take_backups
 from memsync.providers import FACTORIES
 from memsync.providers.base import Provider
 from memsync.staging import StagingStore

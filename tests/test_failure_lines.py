@@ -4,7 +4,7 @@ into one line, and the exit code follows the worst."""
 
 from __future__ import annotations
 
-from memsync.engine.plan import WriteKind
+from memsync.base.write_kind import WriteKind
 from memsync.engine.report import (
     CycleReport,
     FailureEntry,

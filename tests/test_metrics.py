@@ -17,7 +17,7 @@ from prometheus_client.samples import Sample
 from memsync.base.paths import resolve_paths
 from memsync.base.records import parse_instant, utc_now_iso
 from memsync.base.scopes import Scope, scoped_name
-from memsync.engine.plan import WriteKind
+from memsync.base.write_kind import WriteKind
 from memsync.orchestration.status import cycle_history
 from memsync.orchestration.ui.auth import METRICS_TOKEN_FILE, load_or_create_token
 from memsync.orchestration.ui.metrics import Metrics

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from memsync.base.records import Record, utc_now_iso
+from memsync.base.write_kind import WriteKind
 from memsync.engine import replay
-from memsync.engine.plan import WriteKind
 from memsync.engine.replay import Replay
 from memsync.engine.report import CycleReport, ProviderOutcome, SyncOptions
 from memsync.providers.base import WriteOp, WriteResult

@@ -22,7 +22,7 @@ from memsync.base.paths import resolve_paths
 from memsync.base.pmm import open_pmm
 from memsync.base.records import Record
 from memsync.config import load_config
-from memsync.orchestration.daemon.backups import list_backups, take_backups
+from memsync.orchestration.backups import list_backups, take_backups
 from memsync.staging import StagingStore
 from tests.test_scopes import USERS, configure, mnem_texts, team, texts_for
 

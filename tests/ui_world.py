@@ -17,7 +17,7 @@ from memsync.base.paths import resolve_paths
 from memsync.base.records import Outgoing
 from memsync.cli import main
 from memsync.config import load_config
-from memsync.orchestration.daemon.backups import take_backups
+from memsync.orchestration.backups import take_backups
 from memsync.providers import build_provider
 
 SCOPES = {"alice": 7, "bob": 4}

@@ -6,23 +6,19 @@ them into Mem0 makes them look like one. An excluded record is never copied, nev
 never deleted, in its own store or anywhere else: memsync acts as if it were not there.
 
 The rule itself lives here (``Exclusion``): globs checked when the config loads, matching,
-and filtering a listing's pages, which every reader that copies or compares applies (the
+and splitting records, which every reader that copies or compares applies (the
 mirror, verify, migrate, export). What the mirror keeps about excluded records across cycles
-is ``sync/excluded.py``.
+is ``engine/excluded.py``; a listing's pages without them, ``Listing.kept_pages``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from fnmatch import translate
-from typing import TYPE_CHECKING
 
 from memsync.base.records import Record
-
-if TYPE_CHECKING:
-    from memsync.providers.base import Listing, Page
 
 __all__ = ["NO_EXCLUSION", "Exclusion", "check_glob"]
 
@@ -122,12 +118,6 @@ class Exclusion:
         for record in records:
             (excluded if self.matches(record) else kept).append(record)
         return kept, excluded
-
-    def pages(self, listing: Listing) -> Iterator[Page]:
-        """The listing's pages with the excluded records taken out (the listing itself, its
-        completeness and cursor, is untouched)."""
-        for page in listing.pages():
-            yield replace(page, records=self.split(page.records)[0]) if self else page
 
 
 NO_EXCLUSION = Exclusion()

@@ -27,7 +27,9 @@ import ijson
 
 from memsync.base.errors import PMMError, RecordError
 from memsync.base.records import RESERVED_PREFIX, Record, parse_instant, utc_now_iso
-from memsync.config import DEFAULT_MAX_CONTENT_BYTES
+
+# The largest text a record may carry when it is read in (config: [pmm] max_content_bytes).
+DEFAULT_MAX_CONTENT_BYTES = 1024 * 1024
 
 PMM_VERSION = 1
 MEMSYNC_KEY = RESERVED_PREFIX  # metadata["memsync"]

@@ -67,7 +67,7 @@ def backup(app: App, only: tuple[str, ...], as_json: bool) -> None:
     Example:
       memsync backup --provider mem0
     """
-    from memsync.orchestration.daemon.backups import take_backups
+    from memsync.orchestration.backups import take_backups
 
     config = app.config
     for name in only:

@@ -11,16 +11,13 @@ from typing import Any
 import click
 
 from memsync.base.output import print_json, print_table
-from memsync.base.scopes import Scope, scoped_config_keys
+from memsync.base.scopes import Scope
 from memsync.cli.common import App, parse_scope, pass_app
+from memsync.config.scoping import scoped_config_keys
 from memsync.engine.journal import memory_history
-from memsync.engine.verify import (
-    ScopedVerifyReport,
-    VerifyReport,
-    verify_every_scope,
-    verify_in_scope,
-)
+from memsync.engine.verify import VerifyReport
 from memsync.orchestration.scopes.views import log_in_scope
+from memsync.orchestration.verify import ScopedVerifyReport, verify_every_scope, verify_in_scope
 
 
 @click.command()

@@ -23,7 +23,11 @@ from pydantic import (
 
 from memsync.base.errors import ConfigError
 from memsync.base.exclude import check_glob
+from memsync.base.mnem_items import namespace_keys
+from memsync.base.pmm import DEFAULT_MAX_CONTENT_BYTES
+from memsync.base.scopes import SCOPE_KEYS, WILDCARD, template_keys
 from memsync.config.address import check_exposure, parse_listen
+from memsync.config.scoping import check_scoped_config
 
 PROVIDER_TYPES = (
     "mem0-oss",
@@ -34,10 +38,8 @@ PROVIDER_TYPES = (
     "cognee",
     "pmm-dir",
 )
-# The Mem0 Platform's four entity types, in its order; app_id exists on the Platform alone.
-SCOPE_KEYS = ("user_id", "agent_id", "app_id", "run_id")
+# app_id, of the Mem0 Platform's four entity types (SCOPE_KEYS), exists on the Platform alone.
 PLATFORM_ONLY_KEYS = ("app_id",)
-DEFAULT_MAX_CONTENT_BYTES = 1024 * 1024
 
 # Keys that would carry a secret inline; refused with a message that says how to pass one.
 _SECRET_KEYS = {
@@ -186,9 +188,6 @@ class _Http(_Authenticated):
         if not re.match(r"^https?://[^/\s]+", value):
             raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
         return value.rstrip("/")
-
-
-WILDCARD = "*"
 
 
 def _check_scope(scope: dict[str, str]) -> dict[str, str]:
@@ -373,8 +372,6 @@ class LangGraphLayoutConfig(_Strict):
     @field_validator("namespace")
     @classmethod
     def _template(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from memsync.base.scopes import namespace_keys
-
         namespace_keys(value)  # a segment that cannot be a namespace's is refused here
         return value
 
@@ -414,8 +411,6 @@ class MnemConfig(ProviderBase):
     @field_validator("path")
     @classmethod
     def _template(cls, value: Path) -> Path:
-        from memsync.base.scopes import template_keys
-
         template_keys(str(value))  # a malformed {placeholder} is refused here
         return value
 
@@ -617,8 +612,6 @@ class Config(_Strict):
 
     @model_validator(mode="after")
     def _scopes_fit_together(self) -> Config:
-        from memsync.base.scopes import check_scoped_config
-
         check_scoped_config(self.providers)
         return self
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 
-from memsync.engine.plan import Action, LinkView, Side, Version, WriteKind
+from memsync.base.write_kind import WriteKind
+from memsync.engine.plan import Action, LinkView, Side, Version
 from memsync.staging.store import StagingStore
 
 PLAN_CHUNK = 500

@@ -25,25 +25,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Literal
 
 from memsync.base.records import parse_instant
+from memsync.base.write_kind import WriteKind
 
 Direction = Literal["pull", "push", "both"]
 Policy = Literal["error", "active", "newest", "keep-both"]
 ChangeKind = Literal["added", "changed", "deleted"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-class WriteKind(StrEnum):
-    """What one write does: the plan's ``Action``, the outbox row and the provider's ``WriteOp``
-    share this type (a StrEnum: it equals and stores as the plain string)."""
-
-    CREATE = "create"
-    UPDATE = "update"
-    DELETE = "delete"
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,9 @@ from memsync.base.errors import (
 )
 from memsync.base.faults import fault_point
 from memsync.base.records import parse_instant, utc_now_iso
+from memsync.base.write_kind import WriteKind
 from memsync.engine.freshness import changed_targets
-from memsync.engine.plan import Action, Topology, WriteKind
+from memsync.engine.plan import Action, Topology
 from memsync.engine.recorder import Recorder
 from memsync.engine.report import (
     CycleReport,

@@ -13,9 +13,10 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from memsync.base.errors import ProviderError, RefusedError
+from memsync.base.write_kind import WriteKind
 from memsync.engine.failures import ProviderFailure, provider_failures
 from memsync.engine.mirror import MirrorResult
-from memsync.engine.plan import Action, WriteKind
+from memsync.engine.plan import Action
 
 MAX_LISTED = 1000  # actions listed one by one in a report; the rest are counted
 

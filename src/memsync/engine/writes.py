@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from memsync.base.records import Outgoing, Record
-from memsync.engine.plan import WriteKind
+from memsync.base.write_kind import WriteKind
 from memsync.providers.base import WriteOp
 from memsync.staging.outbox import OutboxRow
 from memsync.staging.store import StagingStore

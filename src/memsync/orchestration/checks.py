@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memsync.base.errors import MemsyncError, ProviderUnavailable
-from memsync.base.scopes import is_template
 from memsync.config import Config
+from memsync.config.scoping import is_template
 from memsync.orchestration.scopes.views import IncompleteDiscovery, check_scoped
 from memsync.providers import build_provider
 

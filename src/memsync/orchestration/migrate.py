@@ -189,7 +189,7 @@ def migrate(
 def _list_source(source: Provider, report: MigrationReport) -> list[Record]:
     listing = source.listing()
     records: list[Record] = []
-    for page in source.exclusion.pages(listing):
+    for page in listing.kept_pages(source.exclusion):
         records.extend(page.records)
         for skipped in page.skipped:
             log.warning("%s: skipped %s: %s", source.name, skipped.id, skipped.reason)

@@ -66,7 +66,7 @@ def export_provider(
     listing = provider.listing()
 
     def records() -> Iterator[Record]:
-        for page in provider.exclusion.pages(listing):
+        for page in listing.kept_pages(provider.exclusion):
             report.skipped.extend(page.skipped)
             for record in page.records:
                 record.origin = provider.origin_of(record)
@@ -158,7 +158,7 @@ def import_into(
 ) -> ImportReport:
     """Import a PMM file into configured provider NAME: into its one scope, or, when it is
     synced per scope (a team), each record into the scope its ``scope_key`` names."""
-    from memsync.base.scopes import is_template, wildcard_keys
+    from memsync.config.scoping import is_template, wildcard_keys
     from memsync.orchestration.scopes.binding import binding_by_pmm_key
     from memsync.providers import build_provider
 

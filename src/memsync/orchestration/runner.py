@@ -13,8 +13,9 @@ from typing import Protocol
 from memsync.base.errors import MemsyncError
 from memsync.base.lock import cycle_lock
 from memsync.base.paths import Paths
-from memsync.base.scopes import Scope, scoped_config_keys
+from memsync.base.scopes import Scope
 from memsync.config import Config
+from memsync.config.scoping import scoped_config_keys
 from memsync.engine.from_config import build_engine
 from memsync.engine.report import CycleReport, ProviderOutcome, ProviderState, SyncOptions
 from memsync.orchestration.scopes.cycle import run_scoped_cycle

@@ -23,7 +23,7 @@ from memsync.base.scopes import Scope
 from memsync.config import Config, load_config
 from memsync.engine.conflicts import list_conflicts
 from memsync.engine.unsynced import describe, duration, lag_of
-from memsync.orchestration.daemon.backups import newest_backups
+from memsync.orchestration.backups import newest_backups
 from memsync.staging import StagingStore
 
 

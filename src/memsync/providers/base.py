@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import TracebackType
 from typing import Any, ClassVar, Literal
@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Literal
 from memsync.base.errors import ProviderError
 from memsync.base.exclude import NO_EXCLUSION, Exclusion
 from memsync.base.records import Outgoing, Record, Skipped
-from memsync.engine.plan import WriteKind
+from memsync.base.write_kind import WriteKind
 
 
 def require_content(provider: str, item: Outgoing) -> None:
@@ -111,6 +111,12 @@ class Listing(ABC):
     @abstractmethod
     def pages(self) -> Iterator[Page]: ...
 
+    def kept_pages(self, exclusion: Exclusion) -> Iterator[Page]:
+        """The pages with the records EXCLUSION covers taken out (the listing itself, its
+        completeness and cursor, is untouched): what every reader that copies or compares sees."""
+        for page in self.pages():
+            yield replace(page, records=exclusion.split(page.records)[0]) if exclusion else page
+
     def mark_partial(self, reason: str) -> None:
         self.complete = False
         self.partial_reason = reason
@@ -165,7 +171,7 @@ class Provider(ABC):
     family: ClassVar[str]  # the namespace of ids that originate here: "mem0", "mnem", "pmm"...
     capabilities: ClassVar[Capabilities] = Capabilities()
     # The records memsync leaves alone (config ``exclude``): readers that copy or compare
-    # list through ``exclusion.pages(listing)``. Set by ``providers.build_provider``.
+    # list through ``listing.kept_pages(exclusion)``. Set by ``providers.build_provider``.
     exclusion: Exclusion = NO_EXCLUSION
 
     def __init__(self, name: str) -> None:
@@ -228,7 +234,7 @@ class Provider(ABC):
     def check(self) -> str:
         """Reach the provider and say in a few words what was found; raise if unreachable."""
         listing = self.listing()
-        count = sum(len(page.records) for page in self.exclusion.pages(listing))
+        count = sum(len(page.records) for page in listing.kept_pages(self.exclusion))
         return f"reachable, {count} memories in scope"
 
     @abstractmethod

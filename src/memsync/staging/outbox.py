@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from memsync.engine.plan import WriteKind
+from memsync.base.write_kind import WriteKind
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,8 @@ from memsync.base.lock import cycle_lock
 from memsync.base.paths import Paths
 from memsync.base.records import parse_instant
 from memsync.config import Config
-from memsync.engine.verify import record_verify_failure, verify_pair
+from memsync.engine.verify import record_verify_failure
+from memsync.orchestration.verify import verify_pair
 from memsync.staging import StagingStore
 
 log = logging.getLogger("memsync.daemon")

@@ -45,8 +45,8 @@ from memsync.base.signal_inbox import SignalInbox, blocked_in_new_threads
 from memsync.config import Config, MnemConfig, load_config
 from memsync.config.address import parse_listen
 from memsync.engine.report import CycleReport, SyncOptions
+from memsync.orchestration.backups import last_backup_time, take_backups
 from memsync.orchestration.daemon import scheduled_verify
-from memsync.orchestration.daemon.backups import last_backup_time, take_backups
 from memsync.orchestration.daemon.folded_runs import FoldedRuns
 from memsync.orchestration.daemon.logging import Redactor, secrets_in
 from memsync.orchestration.daemon.notify import Notifier

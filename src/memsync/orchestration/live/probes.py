@@ -45,8 +45,9 @@ from typing import Any
 
 from memsync.base.errors import InvalidResponse, MemsyncError, ProviderError
 from memsync.base.records import Record, parse_instant
-from memsync.base.scopes import Scope, fixed_keys, wildcard_keys
+from memsync.base.scopes import Scope
 from memsync.config import Config, HindsightConfig, Mem0ServerConfig
+from memsync.config.scoping import fixed_keys, wildcard_keys
 from memsync.providers.base import Provider
 
 log = logging.getLogger("memsync.probe")

@@ -39,8 +39,9 @@ from memsync.base.errors import LockHeld, MemsyncError
 from memsync.base.lock import is_locked
 from memsync.base.paths import Paths
 from memsync.base.records import utc_now_iso
-from memsync.base.scopes import Scope, scoped_config_keys, scoped_name, split_scoped_name
+from memsync.base.scopes import Scope, scoped_name, split_scoped_name
 from memsync.config import Config
+from memsync.config.scoping import scoped_config_keys
 from memsync.engine.from_config import topology_of
 from memsync.engine.report import USABLE, CycleReport, ProviderState, SyncOptions
 from memsync.orchestration.live.probes import WHOLE, Flags, Probe, ProbeUnsure, probes_for

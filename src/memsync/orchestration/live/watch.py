@@ -32,16 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from memsync.base.errors import MemsyncError
-from memsync.base.scopes import (
-    HostileScope,
-    Scope,
-    fill_template,
-    is_template,
-    scoped_config_keys,
-    template_keys,
-    template_root,
-)
+from memsync.base.scopes import HostileScope, Scope, fill_template, template_keys, template_root
 from memsync.config import Config, Mem0OssConfig, MnemConfig, PmmDirConfig
+from memsync.config.scoping import is_template, scoped_config_keys
 from memsync.orchestration.scopes.discovery import scope_from_pmm_key
 
 log = logging.getLogger("memsync.watch")

@@ -14,17 +14,15 @@ from typing import Any
 
 from memsync.base.errors import MemsyncError
 from memsync.base.records import Outgoing, Record
-from memsync.base.scopes import (
+from memsync.base.scopes import Scope, fill_template, scoped_name
+from memsync.config import Config
+from memsync.config.scoping import (
     MEM0_TYPES,
-    Scope,
-    fill_template,
     fixed_keys,
     is_template,
     scoped_config_keys,
     scoped_in_store,
-    scoped_name,
 )
-from memsync.config import Config
 from memsync.providers.base import Listing, Provider, WriteOp, WriteResult
 
 

@@ -29,17 +29,9 @@ from typing import Any
 
 from memsync.base.errors import AuthError, MemsyncError, ProviderBusy
 from memsync.base.records import utc_now_iso
-from memsync.base.scopes import (
-    MEM0_TYPES,
-    HostileScope,
-    Scope,
-    fixed_keys,
-    scoped_config_keys,
-    scoped_in_store,
-    scoped_name,
-    split_scoped_name,
-)
+from memsync.base.scopes import HostileScope, Scope, scoped_name, split_scoped_name
 from memsync.config import Config
+from memsync.config.scoping import MEM0_TYPES, fixed_keys, scoped_config_keys, scoped_in_store
 from memsync.engine.cycle import end_shared_run, finish_run, start_shared_run
 from memsync.engine.failures import without_name
 from memsync.engine.from_config import build_engine, topology_of

@@ -11,8 +11,9 @@ from collections import Counter
 from typing import Any
 
 from memsync.base.errors import MemsyncError
-from memsync.base.scopes import Scope, scoped_config_keys, scoped_name, split_scoped_name
+from memsync.base.scopes import Scope, scoped_name, split_scoped_name
 from memsync.config import Config, MnemConfig
+from memsync.config.scoping import scoped_config_keys
 from memsync.engine.journal import log_entries
 from memsync.orchestration.scopes.report import scope_noun
 from memsync.providers import Provider, build_provider
@@ -153,7 +154,8 @@ def provider_in_scope(config: Config, name: str, scope: Scope | None) -> Provide
 
 def check_scoped(config: Config, name: str, provider: Provider) -> str | None:
     """What ``memsync check`` says of a provider synced per scope (None: an ordinary one)."""
-    from memsync.base.scopes import fixed_keys, is_template, template_root, wildcard_keys
+    from memsync.base.scopes import template_root
+    from memsync.config.scoping import fixed_keys, is_template, wildcard_keys
     from memsync.orchestration.scopes.discovery import discover_scopes
 
     entry = config.providers[name]
@@ -194,7 +196,7 @@ def complete_discovery_advice(provider_type: str) -> str:
 
 def refuse_unscoped(config: Config, name: str, command: str) -> None:
     """A command that works on one scope cannot take a wildcard provider or a store template."""
-    from memsync.base.scopes import is_template, wildcard_keys
+    from memsync.config.scoping import is_template, wildcard_keys
 
     entry = config.provider(name)
     if wildcard_keys(entry) or is_template(entry):

@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from memsync.base.scopes import Scope, is_template, namespace_keys, place_in_namespace
+from memsync.base.mnem_items import namespace_keys, place_in_namespace
+from memsync.base.scopes import Scope
 from memsync.config import Config, MnemConfig
+from memsync.config.scoping import is_template
 from memsync.orchestration.live.watch import Hint, MnemTemplate
 
 

@@ -14,8 +14,7 @@ from typing import Any, Literal
 import mnem
 
 from memsync.base.errors import MemsyncError
-from memsync.base.pmm import Header, write_pmm_stream
-from memsync.config import DEFAULT_MAX_CONTENT_BYTES
+from memsync.base.pmm import DEFAULT_MAX_CONTENT_BYTES, Header, write_pmm_stream
 from memsync.orchestration.portability import import_file
 from memsync.providers.mnem.provider import MnemProvider
 
@@ -38,7 +37,7 @@ def memory_export(
     listing = provider.listing()
 
     def records() -> Any:
-        for page in provider.exclusion.pages(listing):
+        for page in listing.kept_pages(provider.exclusion):
             for record in page.records:
                 if all(record.scope_key == key for key in wanted):
                     record.origin = provider.origin_of(record)

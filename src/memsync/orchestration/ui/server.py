@@ -31,12 +31,12 @@ from memsync.config import load_config
 from memsync.config.address import check_exposure, is_loopback, url_for
 from memsync.engine.conflicts import choose_winner
 from memsync.engine.report import SyncOptions
-from memsync.engine.verify import verify_pair
 from memsync.orchestration.runner import run_sync
 from memsync.orchestration.status import cycle_history, page_status, scope_page
 from memsync.orchestration.ui.auth import METRICS_TOKEN_FILE, csrf_token, load_or_create_token, same
 from memsync.orchestration.ui.data import conflict_views, find_memories, memory_timeline
 from memsync.orchestration.ui.metrics import Metrics
+from memsync.orchestration.verify import verify_pair
 from memsync.staging import StagingStore
 
 log = logging.getLogger("memsync.ui")

@@ -25,8 +25,9 @@ import yaml
 
 from memsync.base.errors import ConfigError
 from memsync.base.paths import make_private_dir
+from memsync.base.scopes import SCOPE_KEYS
 from memsync.base.secrets import Secret
-from memsync.config import PLATFORM_ONLY_KEYS, SCOPE_KEYS, Mem0OssConfig
+from memsync.config import PLATFORM_ONLY_KEYS, Mem0OssConfig
 
 DEAD_ENDPOINT = "http://127.0.0.1:9/v1"  # the discard port: nothing listens, calls fail at once
 PLACEHOLDER_KEY = "memsync-placeholder-not-a-key"

@@ -34,14 +34,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from memsync.base.records import canonical_json
-from memsync.base.scopes import (
+from memsync.base.mnem_items import (
     NAMESPACE_SEPARATOR,
-    Scope,
     fill_namespace,
     namespace_keys,
     place_in_namespace,
 )
+from memsync.base.records import canonical_json
+from memsync.base.scopes import Scope
 
 VALUE_KEY = "mnem_value"  # provenance: how the node's dict value holds the text (see read_value)
 META = "_meta"  # the value's provenance, as mnem-langgraph reads and writes it

@@ -15,7 +15,8 @@ from typing import Any
 
 from memsync.base.errors import ProviderUnavailable
 from memsync.base.records import Outgoing, Record, Skipped
-from memsync.config import SCOPE_KEYS, WILDCARD, Config, MnemConfig
+from memsync.base.scopes import SCOPE_KEYS, WILDCARD
+from memsync.config import Config, MnemConfig
 from memsync.providers.base import Capabilities, Listing, Page, WriteOp, WriteResult
 from memsync.providers.mnem.batch import BatchWrite
 from memsync.providers.mnem.convert import (

@@ -27,8 +27,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from memsync.base.errors import ProviderError
+from memsync.base.mnem_items import NAMESPACE_SEPARATOR
 from memsync.base.records import Record
-from memsync.base.scopes import NAMESPACE_SEPARATOR, Scope
+from memsync.base.scopes import Scope
 from memsync.providers.base import Listing, WriteOp, WriteResult
 from memsync.providers.mnem.dates import CommitDates
 from memsync.providers.mnem.expiry import sweep_expired_daily

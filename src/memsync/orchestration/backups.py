@@ -31,8 +31,9 @@ from memsync.base.errors import MemsyncError
 from memsync.base.paths import Paths, make_private_dir
 from memsync.base.pmm import Header, write_pmm_file
 from memsync.base.records import Record, utc_now_iso
-from memsync.base.scopes import Scope, scoped_config_keys, split_scoped_name
+from memsync.base.scopes import Scope, split_scoped_name
 from memsync.config import Config
+from memsync.config.scoping import scoped_config_keys
 from memsync.staging import StagingStore
 
 log = logging.getLogger(__name__)
