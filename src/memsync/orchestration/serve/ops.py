@@ -16,6 +16,8 @@ from typing import Any
 
 from mnem import MnemError, agents
 
+from memsync.base.mnem_items import item_of
+
 Op = Callable[..., Any]
 LOG_LIMIT = 20  # mnem-mcp's default for history
 
@@ -163,12 +165,7 @@ def merge(
 
 
 # LangGraph's BaseStore over a store, as mnem-langgraph maps it: namespace + key is the node id
-# ":".join([*namespace, key]); search and list_namespaces read working memory.
-
-
-def split_id(node_id: str) -> tuple[list[str], str]:
-    parts = node_id.split(":")
-    return parts[:-1], parts[-1]
+# (``base/mnem_items``); search and list_namespaces read working memory.
 
 
 def search(
@@ -185,15 +182,15 @@ def search(
     text = (query or "").lower()
     found: list[list[Any]] = []
     for node_id, node in store.working_memory().items():
-        namespace, key = split_id(node_id)
-        if tuple(namespace[: len(wanted)]) != wanted:
+        namespace, key = item_of(node_id)
+        if namespace[: len(wanted)] != wanted:
             continue
         value = node.content if isinstance(node.content, dict) else {"value": node.content}
         if filter and any(value.get(k) != v for k, v in filter.items()):
             continue
         if text and text not in json.dumps(value, default=str).lower():
             continue
-        found.append([namespace, key, value, node.event_time])
+        found.append([list(namespace), key, value, node.event_time])
     return found[offset : offset + limit]
 
 
@@ -209,8 +206,7 @@ def list_namespaces(
     ``{"match_type": "prefix"|"suffix", "path": [...]}``)."""
     seen: set[tuple[str, ...]] = set()
     for node_id in store.working_memory():
-        parts, _ = split_id(node_id)
-        namespace = tuple(parts)
+        namespace, _ = item_of(node_id)
         if max_depth is not None:
             namespace = namespace[:max_depth]
         if namespace and _matches(namespace, conditions or []):
