@@ -10,7 +10,8 @@ One foreground process that systemd (or any supervisor) runs:
   providers and scopes that changed (``scopes/triggers.py``).
 - The mnem stores it syncs are served to agents on a local socket (``orchestration/serve``): while
   an agent uses one through memsync's clients, the daemon holds its one handle, and its own
-  cycles use that handle too (``providers/mnem/shared``); each agent write starts a cycle.
+  cycles use that handle too: the daemon's held stores (``providers/mnem/held``) are passed to
+  the server and to every job that builds providers; each agent write starts a cycle.
 - The config's directory is watched (editors replace files on save) and SIGHUP asks the
   same: the new file is parsed and validated first, and a broken one is logged while the
   running config keeps going.
@@ -57,7 +58,7 @@ from memsync.orchestration.scopes.report import incomplete_discoveries
 from memsync.orchestration.ui.metrics import Metrics
 from memsync.orchestration.ui.server import UiServer
 from memsync.providers.mem0.server_tokens import require_lasting_credentials
-from memsync.providers.mnem.held import HELD
+from memsync.providers.mnem.held import HeldStores
 from memsync.staging.store import checkpoint
 
 if TYPE_CHECKING:
@@ -120,6 +121,9 @@ class Daemon:
         self.ui: UiServer | None = None
         self.live: Live | None = None  # watched and probed stores: hinted cycles
         self.serve: StoreServer | None = None  # mnem stores served to agents
+        # The mnem stores held open for everyone in the daemon: the agents it serves and every
+        # provider its jobs build (mnem allows one handle per store).
+        self.held = HeldStores()
         self.metrics = Metrics(paths)  # /metrics on the status page's server
         self.folded_runs = FoldedRuns()  # a job longer than its interval: one info line
         self.scheduler = BackgroundScheduler(
@@ -156,7 +160,7 @@ class Daemon:
             next_run_time=self._first_backup_time(now),
         )
         scheduled_verify.install(self.scheduler, self._verify_job, self.paths, config, now)
-        self.live = Live(self.paths, config, self.stop, guard=self._guarded)
+        self.live = Live(self.paths, config, self.stop, guard=self._guarded, held=self.held)
         self.live.start()  # before the first sync, which keeps what the probes answer
         self._start_serving()
         self.scheduler.start()
@@ -190,9 +194,8 @@ class Daemon:
         )
 
     def _start_serving(self) -> None:
-        """Serve the mnem stores memsync syncs to agents (``orchestration/serve``). Everyone in the
-        daemon then shares one handle per store: its cycles, the agents it serves."""
-        HELD.enabled = True
+        """Serve the mnem stores memsync syncs to agents (``orchestration/serve``), through the
+        daemon's held stores: one handle per store for its cycles and the agents it serves."""
         if self.serve is not None or not any(
             isinstance(entry, MnemConfig) for entry in self.config.providers.values()
         ):
@@ -200,7 +203,9 @@ class Daemon:
         try:
             from memsync.orchestration.serve.server import StoreServer  # needs the mnem SDK
 
-            server = StoreServer(self.paths, self.config, on_write=self._served_write)
+            server = StoreServer(
+                self.paths, self.config, held=self.held, on_write=self._served_write
+            )
             server.start()
         except (ImportError, OSError) as exc:
             log.warning(
@@ -266,7 +271,7 @@ class Daemon:
                 STOP_GRACE,
             )
             return StopResult(0, jobs_left_running=True)
-        HELD.let_go_of_idle()  # the agents' clients take their stores back
+        self.held.let_go_of_idle()  # the agents' clients take their stores back
         self._checkpoint()
         log.info("stopped")
         return StopResult(0, jobs_left_running=False)
@@ -343,7 +348,9 @@ class Daemon:
             if self.stop.wait(0.2):
                 break
         options = SyncOptions(stop=self.stop)
-        return run_sync(self.paths, config, options, lock_wait=1.0, observer=self.live)
+        return run_sync(
+            self.paths, config, options, lock_wait=1.0, observer=self.live, held=self.held
+        )
 
     def _backup_job(self) -> None:
         config = self.config
@@ -367,7 +374,9 @@ class Daemon:
         """The scheduled verify (``daemon/scheduled_verify.py``), counted like every job."""
         return self._guarded(
             "verify",
-            lambda: scheduled_verify.verify_job(self.paths, lambda: self.config, self.stop),
+            lambda: scheduled_verify.verify_job(
+                self.paths, lambda: self.config, self.stop, held=self.held
+            ),
         )
 
     def _run_soon(self, job_id: str) -> None:

@@ -180,6 +180,7 @@ class ScopeInStore(MnemProvider):
             scope_key=scope_key,
             busy_timeout=base.busy_timeout,
             sdk=base.sdk,
+            held=base.held,
         )
         self.shared = shared
         self.layout = shared.template.bound(scope, provider=getattr(base, "config_name", name))
