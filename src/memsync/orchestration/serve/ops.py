@@ -14,9 +14,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from mnem import MnemError, agents
+from mnem import InvalidRefError, MnemError, agents
 
 from memsync.base.mnem_items import item_of
+from memsync.orchestration.serve import portable
 
 Op = Callable[..., Any]
 LOG_LIMIT = 20  # mnem-mcp's default for history
@@ -225,9 +226,7 @@ def _matches(namespace: tuple[str, ...], conditions: list[dict[str, Any]]) -> bo
 
 
 def _invalid_ref(message: str) -> MnemError:
-    import mnem
-
-    error: MnemError = mnem.InvalidRefError(message)
+    error: MnemError = InvalidRefError(message)
     return error
 
 
@@ -247,10 +246,11 @@ OPS: dict[str, Op] = {
     "merge": merge,
     "search": search,
     "list_namespaces": list_namespaces,
+    "memory_export": portable.memory_export,  # memsync's PMM tools beside mnem's own
+    "memory_import": portable.memory_import,
 }
 # Each of these commits (or moves HEAD): the daemon acknowledges it only once mnem has, and
 # marks the store's scope changed.
-PORTABLE = frozenset({"memory_export", "memory_import"})  # serve/portable.py
 WRITES = frozenset(
     {"remember", "remember_many", "forget", "branch", "switch", "merge", "memory_import"}
 )
@@ -259,12 +259,6 @@ WRITES = frozenset(
 def run(store: Any, op: str, args: dict[str, Any]) -> Any:
     """Operation OP on STORE with ARGS (JSON); its answer (JSON). SDK errors pass through."""
     function = OPS.get(op)
-    if function is None and op in PORTABLE:
-        from memsync.orchestration.serve import (
-            portable,  # memsync's PMM import, only when asked for
-        )
-
-        function = getattr(portable, op)
     if function is None:
         raise Unknown(f"unknown operation {op!r}")
     return function(store, **args)
