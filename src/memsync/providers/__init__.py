@@ -1,15 +1,25 @@
-"""Providers: build one from its config entry; each type lives in a module of its own."""
+"""Providers: build one from its config entry; each type lives in a module of its own.
+
+The module a type's ``build`` lives in may also say, from the config entry alone, what the
+daemon can do for it before anything is built: ``watched_files(name, entry, keys)``, the local
+files its store lives in (``watched.py``), and ``change_probe(name, entry)``, how one cheap
+request says which scopes changed (``change_probe.py``). This registry is the one place that
+looks a type up; everything above it asks through these functions or the ``Provider``.
+"""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from memsync.base.errors import ProviderUnavailable
 from memsync.base.exclude import Exclusion
 from memsync.config import Config, ProviderConfig
 from memsync.providers.base import Provider
+from memsync.providers.change_probe import ProbeMaker
+from memsync.providers.watched import WatchedFiles
 
 # type -> "module:function" building a Provider from (name, config, Config). Imported lazily:
 # a type's heavy dependency (mem0ai, mnem) is only needed when that type is configured.
@@ -18,30 +28,60 @@ FACTORIES: dict[str, str] = {
     "mem0-oss": "memsync.providers.mem0.oss:build",
     "mem0-server": "memsync.providers.mem0.server:build",
     "mem0-platform": "memsync.providers.mem0.platform:build",
-    "mnem": "memsync.providers.mnem.provider:build",
+    "mnem": "memsync.providers.mnem.configured:build",
     "hindsight": "memsync.providers.hindsight.provider:build",
     "cognee": "memsync.providers.cognee.provider:build",
 }
 
 
-def build_provider(name: str, config: Config) -> Provider:
-    """The provider called NAME, ready to open; ProviderUnavailable if its type can't run here."""
-    entry: ProviderConfig = config.provider(name)
-    target = FACTORIES[entry.type]
-    module_name, _, function = target.partition(":")
+def _module_of(name: str, provider_type: str) -> tuple[ModuleType, str]:
+    """The module holding a type's ``build``, and the function's name in it."""
+    module_name, _, function = FACTORIES[provider_type].partition(":")
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(module_name), function
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("memsync.providers."):
             raise ProviderUnavailable(
-                f"providers.{name}: type {entry.type!r} is not available in this version of "
+                f"providers.{name}: type {provider_type!r} is not available in this version of "
                 "memsync yet"
             ) from None
         raise
+
+
+def build_provider(name: str, config: Config) -> Provider:
+    """The provider called NAME, ready to open; ProviderUnavailable if its type can't run here."""
+    entry: ProviderConfig = config.provider(name)
+    module, function = _module_of(name, entry.type)
     factory: Callable[[str, Any, Config], Provider] = getattr(module, function)
     provider = factory(name, entry, config)
     provider.exclusion = Exclusion.of(entry)
     return provider
 
 
-__all__ = ["FACTORIES", "Provider", "build_provider"]
+def _hook(name: str, entry: ProviderConfig, hook: str) -> Callable[..., Any] | None:
+    """A type's optional function HOOK beside its ``build``; None when it has none, or when
+    the type cannot run here (building it says why)."""
+    try:
+        module, _ = _module_of(name, entry.type)
+    except ProviderUnavailable:
+        return None
+    found: Callable[..., Any] | None = getattr(module, hook, None)
+    return found
+
+
+def watched_files(name: str, entry: ProviderConfig, keys: tuple[str, ...]) -> WatchedFiles | None:
+    """The local files provider NAME's store lives in, for the daemon to watch (KEYS: the
+    config's wildcard keys); None when it has none."""
+    hook = _hook(name, entry, "watched_files")
+    found: WatchedFiles | None = None if hook is None else hook(name, entry, keys)
+    return found
+
+
+def change_probe(name: str, entry: ProviderConfig) -> ProbeMaker | None:
+    """How to make provider NAME's change probe once it is built; None when it has none."""
+    hook = _hook(name, entry, "change_probe")
+    maker: ProbeMaker | None = None if hook is None else hook(name, entry)
+    return maker
+
+
+__all__ = ["FACTORIES", "Provider", "build_provider", "change_probe", "watched_files"]

@@ -51,13 +51,13 @@ from memsync.orchestration.daemon.folded_runs import FoldedRuns
 from memsync.orchestration.daemon.logging import Redactor, secrets_in
 from memsync.orchestration.daemon.notify import Notifier
 from memsync.orchestration.live.triggers import Live
-from memsync.orchestration.live.watch import Hint
 from memsync.orchestration.runner import run_sync
 from memsync.orchestration.scopes.report import incomplete_discoveries
 from memsync.orchestration.ui.metrics import Metrics
 from memsync.orchestration.ui.server import UiServer
 from memsync.providers.mem0.server_tokens import require_lasting_credentials
 from memsync.providers.mnem.held import HELD
+from memsync.providers.watched import Hint
 from memsync.staging.store import checkpoint
 
 if TYPE_CHECKING:

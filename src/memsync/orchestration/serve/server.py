@@ -32,7 +32,6 @@ from memsync.base.errors import MemsyncError, ProviderBusy
 from memsync.base.faults import fault_point
 from memsync.base.paths import Paths, make_private_dir
 from memsync.config import Config
-from memsync.orchestration.live.watch import Hint
 from memsync.orchestration.serve import ops
 from memsync.orchestration.serve.intents import Intents
 from memsync.orchestration.serve.place import Place, place_of, store_root
@@ -47,6 +46,7 @@ from memsync.orchestration.serve.wire import (
 from memsync.providers.mnem.held import HELD, HeldStore
 from memsync.providers.mnem.holder import process
 from memsync.providers.mnem.provider import MnemProvider
+from memsync.providers.watched import Hint
 
 log = logging.getLogger("memsync.serve")
 

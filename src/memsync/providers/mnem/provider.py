@@ -9,15 +9,14 @@ the one open Store and the SDK's errors are ``handle``'s; one ``write_many`` is 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from memsync.base.errors import ProviderUnavailable
 from memsync.base.records import Outgoing, Record, Skipped
-from memsync.base.scopes import SCOPE_KEYS, WILDCARD
-from memsync.config import Config, MnemConfig
-from memsync.providers.base import Capabilities, Listing, Page, WriteOp, WriteResult
+from memsync.base.scopes import Scope
+from memsync.providers.base import Capabilities, Listing, Page, Provider, WriteOp, WriteResult
+from memsync.providers.discovery import Discovery
 from memsync.providers.mnem.batch import BatchWrite
 from memsync.providers.mnem.convert import (
     BARE_VERSION,
@@ -28,12 +27,28 @@ from memsync.providers.mnem.convert import (
 )
 from memsync.providers.mnem.dates import CommitDates
 from memsync.providers.mnem.expiry import forget_expired, hidden_records, sweep_expired_daily
-from memsync.providers.mnem.handle import StagedChangesPresent, StoreHandle, load_sdk
+from memsync.providers.mnem.handle import StagedChangesPresent, StoreHandle
 from memsync.providers.mnem.known import KnownNodes
-from memsync.providers.mnem.layouts import MEM0, VALUE_KEY, layout_from_config
+from memsync.providers.mnem.layouts import MEM0, VALUE_KEY
 from memsync.providers.mnem.listing import MnemListing, added_then_removed, paged
 
 log = logging.getLogger("memsync.mnem")
+
+
+class PerScope(Protocol):
+    """How one configured store serves many scopes (``configured.py``)."""
+
+    discovers_scopes: bool  # its scopes are found in it
+    holds_every_scope: bool  # one handle serves them all
+
+    def discover(self) -> Discovery | None:
+        """The scopes found in the store."""
+
+    def bind(self, scope: Scope) -> Provider:
+        """The provider of one scope."""
+
+    def describe(self) -> str | None:
+        """What ``check`` says without opening the configured store (None: open it)."""
 
 
 class MnemProvider(StoreHandle):
@@ -56,6 +71,25 @@ class MnemProvider(StoreHandle):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.known = KnownNodes()  # what this hold read or wrote: writes ask it, not mnem
+        # How the store serves many scopes, when it does (a path template: a store each; a
+        # layout naming scope keys: a namespace each); set by ``configured.build``.
+        self.per_scope: PerScope | None = None
+
+    # many scopes: how, if at all, is ``configured.build``'s to say ---------------------------
+
+    @property
+    def discovers_scopes(self) -> bool:
+        return self.per_scope is not None and self.per_scope.discovers_scopes
+
+    @property
+    def holds_every_scope(self) -> bool:
+        return self.per_scope is not None and self.per_scope.holds_every_scope
+
+    def discover(self, keys: tuple[str, ...], fixed: Mapping[str, str]) -> Discovery | None:
+        return None if self.per_scope is None else self.per_scope.discover()
+
+    def bind(self, scope: Scope) -> Provider | None:
+        return None if self.per_scope is None else self.per_scope.bind(scope)
 
     def version_detached(self, version: str | None) -> bool:
         return version is not None and version.startswith(BARE_VERSION)
@@ -71,6 +105,9 @@ class MnemProvider(StoreHandle):
         return super().identity() + self.layout.identity()
 
     def check(self) -> str:
+        said = None if self.per_scope is None else self.per_scope.describe()
+        if said is not None:
+            return said
         head = self.sdk_call("read the head commit", lambda: self.store.head_commit())
         every = self._committed_nodes(head)
         nodes = [n for n in every.values() if not self.layout.outside(n.id)]
@@ -270,52 +307,3 @@ class MnemProvider(StoreHandle):
     def hidden_records(self) -> list[Record]:
         """The nodes memsync forgot because their date passed and nobody brought back."""
         return hidden_records(self)
-
-
-def build(name: str, entry: MnemConfig, config: Config) -> MnemProvider:
-    try:
-        sdk = load_sdk()
-    except ProviderUnavailable as exc:
-        raise ProviderUnavailable(f"providers.{name}: {exc}") from None
-    provider: MnemProvider
-    scope_key = entry.scope_key or config_scope_key(config)
-    if entry.create:
-        from memsync.providers.mnem.on_demand import OnDemandMnemProvider
-
-        provider = OnDemandMnemProvider(
-            name,
-            entry.path,
-            create=True,
-            config_name=name,
-            branch=entry.branch,
-            scope_key=scope_key,
-            busy_timeout=entry.busy_timeout,
-            sdk=sdk,
-        )
-    else:
-        provider = MnemProvider(
-            name,
-            entry.path,
-            branch=entry.branch,
-            scope_key=scope_key,
-            busy_timeout=entry.busy_timeout,
-            sdk=sdk,
-        )
-    provider.layout = layout_from_config(entry.layout)
-    return provider
-
-
-def config_scope_key(config: Config) -> str | None:
-    """The scope a store of a single-scope config holds: the one its Mem0 providers name (a
-    user id, else agent, app or run id), so that its memories carry that scope's key (a PMM
-    backup files them under it), not the store directory's name. None when there is none."""
-    found = set()
-    for entry in config.providers.values():
-        scope = getattr(entry, "scope", None)
-        if not entry.type.startswith("mem0") or not scope:
-            continue
-        if WILDCARD in scope.values():
-            return None
-        found.add(next((scope[k] for k in SCOPE_KEYS if scope.get(k)), ""))
-    found.discard("")
-    return found.pop() if len(found) == 1 else None
