@@ -28,6 +28,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,24 +47,26 @@ def users_child(users: int, per_user: int, layout: str) -> None:
 
     from bench.synthetic import SyntheticProvider
     from memsync.base.records import Record
-    from memsync.base.scopes import Scope
+    from memsync.base.scopes import Scope, scoped_name
     from memsync.config import parse_config
     from memsync.engine.report import SyncOptions
     from memsync.orchestration.scopes.cycle import run_scoped_cycle
-    from memsync.orchestration.scopes.discovery import Discovery
-    from memsync.providers.mnem.factory import build as build_mnem
+    from memsync.providers.discovery import Discovery
+    from memsync.providers.mnem.configured import build as build_mnem
     from memsync.staging import StagingStore
 
     class Team(SyntheticProvider):
+        discovers_scopes = True
+
         def __init__(self, name: str, users: int, per_user: int, user: str = "") -> None:
             super().__init__(name, per_user)
             self.users, self.user = users, user
 
-        def discover_scopes(self, keys: tuple[str, ...], fixed: dict[str, str]) -> Discovery:
+        def discover(self, keys: tuple[str, ...], fixed: Mapping[str, str]) -> Discovery:
             return Discovery({Scope.of({"user_id": f"user{i:04d}"}) for i in range(self.users)})
 
-        def bound_to(self, name: str, values: dict[str, str]) -> Team:
-            return Team(name, 1, self.n, values["user_id"])
+        def bind(self, scope: Scope) -> Team:
+            return Team(scoped_name(self.name, scope), 1, self.n, scope.as_dict()["user_id"])
 
         def _record(self, i: int) -> Record:
             record = super()._record(i)
@@ -82,7 +85,7 @@ def users_child(users: int, per_user: int, layout: str) -> None:
     mnem.open = counting_open
     held = None
     if layout == "held":  # as in the daemon: the store lent to the run and the agents it serves
-        from memsync.providers.mnem.held import HeldStores
+        from memsync.providers.held import HeldStores
 
         held, layout = HeldStores(), "one-store"
     root = Path(tempfile.mkdtemp(prefix="memsync-bench-layouts-"))
@@ -130,7 +133,7 @@ def dates_child(nodes: int, dated: str) -> None:
     from memsync.engine.report import SyncOptions
     from memsync.providers.base import Provider
     from memsync.providers.memory import MemoryProvider
-    from memsync.providers.mnem.factory import build as build_mnem
+    from memsync.providers.mnem.configured import build as build_mnem
     from memsync.providers.mnem.provider import MnemProvider
     from memsync.staging import StagingStore
 

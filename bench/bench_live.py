@@ -155,7 +155,7 @@ def quiet_team_and_server_to_mnem(home: Path) -> None:
             # server -> mnem
             delays = []
             for number in range(WRITES):
-                from memsync.orchestration.live.watch import signature_of
+                from memsync.providers.watched import signature_of
 
                 user = f"user{random.randrange(USERS):03d}"
                 store = home / "agents" / user / "memory" / ".mnem"

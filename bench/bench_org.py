@@ -421,7 +421,7 @@ def views(home: Path, daemon: Daemon, port: int, users: int, first_sync: float) 
 
 
 def _signature(home: Path, who: str) -> Any:
-    from memsync.orchestration.live.watch import signature_of
+    from memsync.providers.watched import signature_of
 
     return signature_of(home / "agents" / who / "memory" / ".mnem")
 

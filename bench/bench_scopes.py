@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +47,13 @@ def open_fds() -> int:
 def child(scopes: int, per_scope: int, target: str) -> None:
     from bench.synthetic import SyntheticProvider
     from memsync.base.records import Record
-    from memsync.base.scopes import Scope
+    from memsync.base.scopes import Scope, scoped_name
     from memsync.config import parse_config
     from memsync.engine.report import SyncOptions
     from memsync.orchestration.scopes.cycle import run_scoped_cycle
-    from memsync.orchestration.scopes.discovery import Discovery
+    from memsync.providers.discovery import Discovery
     from memsync.providers.memory import MemoryProvider, MemoryStore
-    from memsync.providers.mnem.factory import build as build_mnem
+    from memsync.providers.mnem.configured import build as build_mnem
     from memsync.staging import StagingStore
 
     class ScopedSource(SyntheticProvider):
@@ -65,11 +66,15 @@ def child(scopes: int, per_scope: int, target: str) -> None:
         def identity(self) -> str:
             return f"synthetic:{self.name}"
 
-        def discover_scopes(self, keys: tuple[str, ...], fixed: dict[str, str]) -> Discovery:
+        discovers_scopes = True
+
+        def discover(self, keys: tuple[str, ...], fixed: Mapping[str, str]) -> Discovery:
             return Discovery({Scope.of({"user_id": f"user{i:04d}"}) for i in range(self.scopes)})
 
-        def bound_to(self, name: str, values: dict[str, str]) -> ScopedSource:
-            return ScopedSource(name, 1, self.n, values["user_id"])
+        def bind(self, scope: Scope) -> ScopedSource:
+            return ScopedSource(
+                scoped_name(self.name, scope), 1, self.n, scope.as_dict()["user_id"]
+            )
 
         def _record(self, i: int) -> Record:
             record = super()._record(i)
@@ -84,7 +89,8 @@ def child(scopes: int, per_scope: int, target: str) -> None:
             super().__init__(name)
             self.stores: dict[str, MemoryStore] = {}
 
-        def bound_to(self, name: str, values: dict[str, str]) -> MemoryProvider:
+        def bind(self, scope: Scope) -> MemoryProvider:
+            name = scoped_name(self.name, scope)
             store = self.stores.setdefault(name, MemoryStore())
             return MemoryProvider(name, store, client_ids=True, family="pmm", page_size=1000)
 

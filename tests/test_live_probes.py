@@ -23,18 +23,15 @@ from memsync.base.scopes import Scope
 from memsync.base.secrets import Secret
 from memsync.config import Config, parse_config
 from memsync.engine.report import SyncOptions
-from memsync.orchestration.live.probes import (
-    WHOLE,
-    HindsightDocumentsProbe,
-    PlatformChangesProbe,
-    ProbeUnsure,
-    ServerEntitiesProbe,
-)
 from memsync.orchestration.live.triggers import Live
 from memsync.orchestration.runner import run_sync
+from memsync.providers.change_probe import WHOLE, ProbeUnsure
+from memsync.providers.hindsight.probe import HindsightDocumentsProbe
 from memsync.providers.hindsight.provider import HindsightProvider
 from memsync.providers.mem0.platform import Mem0PlatformProvider
+from memsync.providers.mem0.platform_scopes import PlatformChangesProbe
 from memsync.providers.mem0.server import Mem0ServerProvider
+from memsync.providers.mem0.server_probes import ServerEntitiesProbe
 from tests.doubles import Fault
 from tests.doubles.hindsight_app import HindsightDouble
 from tests.doubles.mem0_platform_app import Mem0PlatformDouble

@@ -26,15 +26,10 @@ from memsync.base.scopes import Scope
 from memsync.config import Config, parse_config
 from memsync.engine.report import SyncOptions
 from memsync.orchestration.live.triggers import Live
-from memsync.orchestration.live.watch import (
-    Hint,
-    MnemTemplate,
-    PmmDir,
-    content_signature,
-    mnem_settled,
-    signature_of,
-)
 from memsync.orchestration.runner import run_sync
+from memsync.providers.mnem.watched import MnemTemplate, content_signature, mnem_settled
+from memsync.providers.pmm_dir import PmmDir
+from memsync.providers.watched import Hint, signature_of
 from tests.live_world import ServedServer, served_mem0_server
 from tests.mnem_sdk import real_sdk
 

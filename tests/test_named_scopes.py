@@ -16,9 +16,9 @@ from memsync.base.scopes import Scope
 from memsync.config import parse_config
 from memsync.engine.report import SyncOptions
 from memsync.orchestration.scopes.cycle import run_scoped_cycle
-from memsync.orchestration.scopes.named import NamedScopes, parse_scopes
 from memsync.providers import build_provider
 from memsync.providers.mem0 import server_database
+from memsync.providers.named_scopes import NamedScopes, parse_scopes
 from memsync.providers.pmm_dir import PmmDirProvider
 from memsync.staging import StagingStore
 from tests.doubles.mem0_server_app import Mem0ServerDouble

@@ -20,7 +20,6 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")  # before mem0 is imported
 
 from memsync.base.records import Outgoing
 from memsync.base.secrets import Secret
-from memsync.orchestration.scopes.binding import _http_bound
 from memsync.providers.base import WriteOp
 from memsync.providers.http.client import HttpClient
 from memsync.providers.http.pacing import RateLimitPacer, read_headers, route_of
@@ -186,7 +185,7 @@ def test_eight_writers_pace_on_one_window_and_never_meet_a_429() -> None:
 def test_every_scope_of_a_provider_paces_on_the_same_window() -> None:
     double = limited(limit=30, window=1.0)
     base = provider(double, "*")
-    scopes = [_http_bound(base, f"m0p[user_id={u}]", {"user_id": u}) for u in ("alice", "bob")]
+    scopes = [base.bound_to(f"m0p[user_id={u}]", {"user_id": u}) for u in ("alice", "bob")]
     assert scopes[0].http.pacer is scopes[1].http.pacer is base.http.pacer
     done = [list(s.write_many(creates(45, s.name))) for s in scopes]  # type: ignore[attr-defined]
     assert all(r.error is None for batch in done for r in batch)

@@ -355,7 +355,7 @@ _CLEAN_RUN = textwrap.dedent(
     listed = sum(len(p.records) for p in provider.listing().pages())
     started = time.monotonic()
     try:
-        provider.create(__import__("memsync.base.records").records.Outgoing("t:1", "hello"))
+        provider.create(__import__("memsync.base.records").base.records.Outgoing("t:1", "hello"))
         error = None
     except ProviderError as exc:
         error = str(exc)

@@ -18,8 +18,8 @@ import pytest
 
 from memsync.base.records import Outgoing
 from memsync.providers.base import WriteOp
+from memsync.providers.held import HeldStore, HeldStores, Lane
 from memsync.providers.mnem.batch import BatchWrite
-from memsync.providers.mnem.held import HeldStore, HeldStores, Lane
 from memsync.providers.mnem.meanwhile import ChangedMeanwhile
 from memsync.providers.mnem.provider import MnemProvider
 from tests.mnem_sdk import real_sdk
@@ -223,7 +223,7 @@ def test_in_a_held_team_store_the_run_keeps_one_account_memsyncs_commits_not_cou
     bob's namespace is, and bob's write to that node waits for the next cycle."""
     from memsync.base.scopes import Scope
     from memsync.config import parse_config
-    from memsync.providers.mnem.factory import build as build_mnem
+    from memsync.providers.mnem.configured import build as build_mnem
     from memsync.providers.mnem.shared import ScopeInStore, SharedStore
 
     config = parse_config(TEAM.format(store=shared))

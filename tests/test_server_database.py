@@ -23,13 +23,13 @@ from memsync.base.scopes import Scope
 from memsync.base.secrets import Secret
 from memsync.config import parse_config
 from memsync.engine.report import SyncOptions
-from memsync.orchestration.live.probes import ServerDatabaseProbe, ServerEntitiesProbe
 from memsync.orchestration.scopes.cycle import run_scoped_cycle
 from memsync.orchestration.scopes.discovery import discover_scopes
 from memsync.orchestration.scopes.report import ScopedCycleReport
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.providers.mem0.server_database import ServerDatabase
+from memsync.providers.mem0.server_probes import ServerDatabaseProbe, ServerEntitiesProbe
 from memsync.providers.pmm_dir import PmmDirProvider
 from memsync.staging import StagingStore
 from tests.doubles.mem0_server_app import Mem0ServerDouble

@@ -79,6 +79,19 @@ class Scope:
             return self.items[0][1]
         return "+".join(quote(v, safe="@.-_~:") for _, v in self.items)
 
+    @classmethod
+    def from_pmm_key(cls, key: str, keys: tuple[str, ...]) -> Scope | None:
+        """The scope whose ``pmm_key`` is KEY, keyed by KEYS (a pmm-dir file's, a backup's);
+        None when KEY cannot be one."""
+        if not key:
+            return None
+        if len(keys) == 1:
+            return cls.of({keys[0]: key})
+        parts = key.split("+")
+        if len(parts) != len(keys) or not all(parts):
+            return None
+        return cls.of({k: unquote(v) for k, v in zip(keys, parts, strict=True)})
+
     def __str__(self) -> str:
         return self.label
 

@@ -20,7 +20,7 @@ from memsync.engine.from_config import build_engine
 from memsync.engine.report import CycleReport, ProviderOutcome, ProviderState, SyncOptions
 from memsync.orchestration.scopes.cycle import run_scoped_cycle
 from memsync.providers import Provider, build_provider
-from memsync.providers.mnem.held import HeldStores
+from memsync.providers.held import HeldStores
 from memsync.staging import StagingStore
 
 log = logging.getLogger(__name__)

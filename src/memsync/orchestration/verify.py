@@ -19,7 +19,7 @@ from typing import Any
 from memsync.base.errors import MemsyncError
 from memsync.base.scopes import Scope
 from memsync.config import Config
-from memsync.config.scoping import fixed_keys, scoped_config_keys, scoped_in_store, wildcard_keys
+from memsync.config.scoping import fixed_keys, scoped_config_keys
 from memsync.engine.verify import VerifyReport, record_quietly, verify_and_record
 from memsync.orchestration.scopes.binding import ScopeBinder
 from memsync.orchestration.scopes.cycle import known_scopes
@@ -114,24 +114,18 @@ def verify_every_scope(
     with contextlib.ExitStack() as handles:
         scopes: set[Scope] = set()
         for name, base in bases.items():
-            entry = config.providers[name]
-            if wildcard_keys(entry) or (
-                entry.type == "pmm-dir" and not getattr(entry, "scope_key", None)
-            ):
-                base.open()
-                handles.callback(base.close)
-                found = discover_scopes(base, keys, fixed_keys(entry))
-                scopes |= found.scopes
-                if not found.complete:
-                    noun = scope_noun(keys)
-                    why = f" ({found.note})" if found.note else ""
-                    report.unfound[name] = (
-                        f"{name}: {len(found.scopes)} {noun} found, more may exist{why}"
-                    )
-            elif scoped_in_store(entry):  # one mnem store, every scope: opened once, not per scope
-                base.open()
-                handles.callback(base.close)
-                scopes |= binder.discover_in_store(name)
+            if not base.discovers_scopes:
+                continue
+            base.open()  # a store every scope shares is opened once here, not per scope
+            handles.callback(base.close)
+            found = discover_scopes(base, keys, fixed_keys(config.providers[name]))
+            scopes |= found.scopes
+            if not found.complete:
+                noun = scope_noun(keys)
+                why = f" ({found.note})" if found.note else ""
+                report.unfound[name] = (
+                    f"{name}: {len(found.scopes)} {noun} found, more may exist{why}"
+                )
         if database.exists():
             with StagingStore.open(database, create=False) as store:
                 scopes |= known_scopes(store, config)
@@ -151,8 +145,9 @@ def verify_every_scope(
 
         # Scopes are compared a few at a time: each one mostly waits, on a listing request or
         # on opening its store, and a thousand one after the other took a minute and a half.
-        # A Mem0 library's one Memory is shared by its scopes: it is read one scope at a time.
-        shared = any(config.providers[n].type == "mem0-oss" for n in bases)
+        # One handle shared by every scope (a Mem0 library's Memory, a mnem store of
+        # namespaces) is read one scope at a time.
+        shared = any(base.holds_every_scope for base in bases.values())
         with concurrent.futures.ThreadPoolExecutor(1 if shared else VERIFY_LANES) as lanes:
             report.scopes = list(lanes.map(one, sorted(scopes)))
         if stop is not None and stop.is_set():

@@ -1,15 +1,26 @@
-"""Providers: build one from its config entry; each type lives in a module of its own."""
+"""Providers: build one from its config entry; each type lives in a module of its own.
+
+The module a type's ``build`` lives in may also say, from the config entry alone, what the
+daemon can do for it before anything is built: ``watched_files(name, entry, keys)``, the local
+files its store lives in (``watched.py``), and ``change_probe(name, entry)``, how one cheap
+request says which scopes changed (``change_probe.py``). This registry is the one place that
+looks a type up; everything above it asks through these functions or the ``Provider``.
+"""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from types import ModuleType
+from typing import Any
 
 from memsync.base.errors import ProviderUnavailable
 from memsync.base.exclude import Exclusion
 from memsync.config import Config, ProviderConfig
 from memsync.providers.base import Provider
-from memsync.providers.mnem.held import HeldStores
+from memsync.providers.change_probe import ProbeMaker
+from memsync.providers.held import HeldStores
+from memsync.providers.watched import WatchedFiles
 
 # type -> "module:function" building a Provider from (name, config, Config). Imported lazily:
 # a type's heavy dependency (mem0ai, mnem) is only needed when that type is configured.
@@ -18,7 +29,7 @@ FACTORIES: dict[str, str] = {
     "mem0-oss": "memsync.providers.mem0.oss:build",
     "mem0-server": "memsync.providers.mem0.server:build",
     "mem0-platform": "memsync.providers.mem0.platform:build",
-    "mnem": "memsync.providers.mnem.factory:build",
+    "mnem": "memsync.providers.mnem.configured:build",
     "hindsight": "memsync.providers.hindsight.provider:build",
     "cognee": "memsync.providers.cognee.provider:build",
 }
@@ -26,23 +37,27 @@ FACTORIES: dict[str, str] = {
 BORROW_HELD = frozenset({"mnem"})
 
 
-def build_provider(name: str, config: Config, *, held: HeldStores | None = None) -> Provider:
-    """The provider called NAME, ready to open; ProviderUnavailable if its type can't run here.
-
-    ``held``: the stores the daemon holds open and lends (``providers/mnem/held``); None in
-    any other process, whose providers open their own."""
-    entry: ProviderConfig = config.provider(name)
-    target = FACTORIES[entry.type]
-    module_name, _, function = target.partition(":")
+def _module_of(name: str, provider_type: str) -> tuple[ModuleType, str]:
+    """The module holding a type's ``build``, and the function's name in it."""
+    module_name, _, function = FACTORIES[provider_type].partition(":")
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(module_name), function
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("memsync.providers."):
             raise ProviderUnavailable(
-                f"providers.{name}: type {entry.type!r} is not available in this version of "
+                f"providers.{name}: type {provider_type!r} is not available in this version of "
                 "memsync yet"
             ) from None
         raise
+
+
+def build_provider(name: str, config: Config, *, held: HeldStores | None = None) -> Provider:
+    """The provider called NAME, ready to open; ProviderUnavailable if its type can't run here.
+
+    ``held``: the stores the daemon holds open and lends (``providers/held``); None in
+    any other process, whose providers open their own."""
+    entry: ProviderConfig = config.provider(name)
+    module, function = _module_of(name, entry.type)
     factory: Callable[..., Provider] = getattr(module, function)
     if held is not None and entry.type in BORROW_HELD:
         provider = factory(name, entry, config, held=held)
@@ -52,4 +67,55 @@ def build_provider(name: str, config: Config, *, held: HeldStores | None = None)
     return provider
 
 
-__all__ = ["FACTORIES", "Provider", "build_provider"]
+def _hook(name: str, entry: ProviderConfig, hook: str) -> Callable[..., Any] | None:
+    """A type's optional function HOOK beside its ``build``; None when it has none, or when
+    the type cannot run here (building it says why)."""
+    try:
+        module, _ = _module_of(name, entry.type)
+    except ProviderUnavailable:
+        return None
+    found: Callable[..., Any] | None = getattr(module, hook, None)
+    return found
+
+
+def watched_files(
+    name: str, entry: ProviderConfig, keys: tuple[str, ...], *, held: HeldStores | None = None
+) -> WatchedFiles | None:
+    """The local files provider NAME's store lives in, for the daemon to watch (KEYS: the
+    config's wildcard keys; ``held``: the daemon's held stores, for the types that borrow
+    theirs there); None when it has none."""
+    hook = _hook(name, entry, "watched_files")
+    if hook is None:
+        return None
+    found: WatchedFiles | None
+    if held is not None and entry.type in BORROW_HELD:
+        found = hook(name, entry, keys, held=held)
+    else:
+        found = hook(name, entry, keys)
+    return found
+
+
+def change_probe(name: str, entry: ProviderConfig) -> ProbeMaker | None:
+    """How to make provider NAME's change probe once it is built; None when it has none."""
+    hook = _hook(name, entry, "change_probe")
+    maker: ProbeMaker | None = None if hook is None else hook(name, entry)
+    return maker
+
+
+def check_for_daemon(config: Config) -> None:
+    """Each type's refusal (a ConfigError) of what would stop a long-running daemon, asked at
+    its start and before a reload: ``check_for_daemon(name, entry, config)`` beside its build."""
+    for name, entry in config.providers.items():
+        hook = _hook(name, entry, "check_for_daemon")
+        if hook is not None:
+            hook(name, entry, config)
+
+
+__all__ = [
+    "FACTORIES",
+    "Provider",
+    "build_provider",
+    "change_probe",
+    "check_for_daemon",
+    "watched_files",
+]

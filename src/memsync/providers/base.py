@@ -4,13 +4,22 @@ A provider lists its memories for its configured scope page by page, gets, creat
 and deletes one memory, and says what it can do. It knows nothing about staging, links or
 plans: that is the engine's business. Preconditions that fail raise typed errors from
 ``memsync.base.errors``; anything that may pass on retry is a ``TransientProviderError``.
+
+A provider that holds many scopes (a wildcard ``user_id = "*"``, a directory of scope files, a
+path template) also owns what the run over scopes asks of it, as vdirsyncer's storages own
+``discover``: which scopes it holds (``discover``), itself narrowed to one (``bind``), whether
+one handle serves them all (``holds_every_scope``). Two more capabilities come from a type's
+config alone, before anything is built, so they live beside its ``build`` and the registry
+finds them (``providers/__init__.py``): the local files its store lives in, which the daemon
+watches (``watched.py``), and a cheap request that says which scopes changed
+(``change_probe.py``). Each is optional: a provider without it is synced without it.
 """
 
 from __future__ import annotations
 
 import builtins
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import TracebackType
@@ -19,7 +28,9 @@ from typing import Any, ClassVar, Literal
 from memsync.base.errors import ProviderError
 from memsync.base.exclude import NO_EXCLUSION, Exclusion
 from memsync.base.records import Outgoing, Record, Skipped
+from memsync.base.scopes import Scope
 from memsync.base.write_kind import WriteKind
+from memsync.providers.discovery import Discovery
 
 
 def require_content(provider: str, item: Outgoing) -> None:
@@ -260,6 +271,35 @@ class Provider(ABC):
         listing-level query; may include more (the tokens are compared), never fewer. None
         when the provider cannot tell cheaply, or holds its store for the whole cycle."""
         return None
+
+    # many scopes (optional: the run over a wildcard config's scopes asks these) --------
+
+    @property
+    def discovers_scopes(self) -> bool:
+        """Whether ``discover`` can name the scopes this provider holds: the run opens it
+        before the scopes' cycles to ask, and it is a source of the run's scopes."""
+        return False
+
+    @property
+    def holds_every_scope(self) -> bool:
+        """Whether one open handle serves every scope (Mem0's library, a mnem store with a
+        namespace per scope): the run opens it once, before the scopes, holds it to the end,
+        and reads its scopes one at a time."""
+        return False
+
+    def discover(self, keys: tuple[str, ...], fixed: Mapping[str, str]) -> Discovery | None:
+        """The scopes this open provider holds, as values of the wildcard KEYS beside the
+        FIXED ones; None when it cannot tell (it holds one scope)."""
+        return None
+
+    def bind(self, scope: Scope) -> Provider | None:
+        """This provider narrowed to SCOPE, named ``name[scope]``, as the scope's cycle uses
+        it; None when it cannot be (it holds one scope)."""
+        return None
+
+    def read_ahead(self, scopes: list[Scope]) -> None:
+        """A remote provider may start reading these scopes' memories, in this order, ahead of
+        their cycles (a Mem0 server): its listings then overlap the local work."""
 
     # writes ---------------------------------------------------------------------------
 

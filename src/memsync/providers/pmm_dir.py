@@ -6,13 +6,17 @@ scope key becomes a file name by percent-encoding, so no key can name a path out
 directory. Every record a file holds carries that file's scope as its ``scope_key`` (what a PMM
 tool imports it under), whichever store the memory came through; a record a file held with
 another key (written before this rule) is given its file's on the file's next rewrite.
+
+Beside wildcard scopes a pmm-dir without a ``scope_key`` holds every scope, a file each: its
+files name its scopes (``discover``), a scope is its file (``bind``), and the daemon watches
+the directory (``PmmDir``).
 """
 
 from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -20,6 +24,7 @@ from memsync.base.errors import NotFound, PMMError, ProviderError, ProviderUnava
 from memsync.base.paths import make_private_dir
 from memsync.base.pmm import Header, Rejected, open_pmm, write_pmm_file
 from memsync.base.records import Outgoing, Record, Skipped, utc_now_iso
+from memsync.base.scopes import Scope, scoped_name
 from memsync.config import Config, PmmDirConfig
 from memsync.providers.base import (
     Capabilities,
@@ -31,6 +36,8 @@ from memsync.providers.base import (
     WriteResult,
     require_content,
 )
+from memsync.providers.discovery import Discovery
+from memsync.providers.watched import Hint, Signature, WatchedFiles, signature_of
 
 SUFFIX = ".pmm.jsonl"
 DEFAULT_SCOPE = "default"
@@ -87,6 +94,29 @@ class PmmDirProvider(Provider):
                 "point `path` at a directory"
             )
         make_private_dir(self.root)
+
+    # many scopes: a file each ---------------------------------------------------------
+
+    @property
+    def discovers_scopes(self) -> bool:
+        """Without a scope_key, its files name the scopes it holds."""
+        return self.fixed_scope is None
+
+    def discover(self, keys: tuple[str, ...], fixed: Mapping[str, str]) -> Discovery:
+        """One scope a file: the scope each file's name spells (``Scope.pmm_key``)."""
+        found = (
+            Scope.from_pmm_key(scope_from_file_name(p.name), keys) for p in self._scope_files()
+        )
+        return Discovery({scope for scope in found if scope is not None})
+
+    def bind(self, scope: Scope) -> PmmDirProvider:
+        """The scope's file."""
+        return PmmDirProvider(
+            scoped_name(self.name, scope),
+            self.root,
+            scope_key=scope.pmm_key,
+            max_content_bytes=self.max_content_bytes,
+        )
 
     # files ------------------------------------------------------------------------------
 
@@ -256,6 +286,39 @@ class PmmDirProvider(Provider):
         if not any(r.record for r in done.values()) and _only_header(path):
             os.unlink(path)
         return [done[k] for k in wanted]
+
+
+class PmmDir(WatchedFiles):
+    """A pmm-dir, watched: one PMM JSONL file per scope key, directly in its directory."""
+
+    def __init__(
+        self, provider: str, root: Path, *, fixed: str | None, keys: tuple[str, ...]
+    ) -> None:
+        super().__init__(provider, root)
+        self.fixed = fixed
+        self.keys = keys  # the wildcard keys beside it; () in a config without them
+
+    def hint_for(self, path: Path) -> Hint | None:
+        if path.parent != self.root or not path.name.endswith(SUFFIX):
+            return None
+        if self.keys:
+            scope = Scope.from_pmm_key(scope_from_file_name(path.name), self.keys)
+            return None if scope is None else Hint(self.provider, scope)
+        if self.fixed is not None and path.name != scope_file_name(self.fixed):
+            return None
+        return Hint(self.provider)
+
+    def signature(self, scope: Scope | None) -> Signature:
+        if scope is not None:
+            return signature_of(self.root / scope_file_name(scope.pmm_key))
+        if self.fixed is not None:
+            return signature_of(self.root / scope_file_name(self.fixed))
+        return signature_of(self.root, keep=lambda name: name.endswith(SUFFIX))
+
+
+def watched_files(name: str, entry: PmmDirConfig, keys: tuple[str, ...]) -> PmmDir:
+    """Its directory: each scope's file, or its one file."""
+    return PmmDir(name, Path(entry.path), fixed=entry.scope_key, keys=keys)
 
 
 def build(name: str, entry: PmmDirConfig, config: Config) -> PmmDirProvider:

@@ -1,7 +1,7 @@
 """The daemon's scheduled jobs: a sync cycle and the lines it logs, the backups, the scheduled
 verify; each counted while it runs, so a stop waits for the job in flight.
 
-Every job builds its providers with the daemon's held stores (``providers/mnem/held``), so a
+Every job builds its providers with the daemon's held stores (``providers/held``), so a
 mnem store the daemon serves to agents is synced, verified and read through the one handle the
 daemon holds.
 """
@@ -25,7 +25,7 @@ from memsync.orchestration.live.triggers import Live
 from memsync.orchestration.runner import run_sync
 from memsync.orchestration.scopes.report import incomplete_discoveries
 from memsync.orchestration.ui.metrics import Metrics
-from memsync.providers.mnem.held import HeldStores
+from memsync.providers.held import HeldStores
 
 log = logging.getLogger("memsync.daemon")
 

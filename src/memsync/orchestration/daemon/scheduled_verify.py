@@ -31,7 +31,7 @@ from memsync.config import Config
 from memsync.engine.verify import record_verify_failure
 from memsync.orchestration.verify import verify_pair
 from memsync.providers import build_provider
-from memsync.providers.mnem.held import HeldStores
+from memsync.providers.held import HeldStores
 from memsync.staging import StagingStore
 
 log = logging.getLogger("memsync.daemon")

@@ -10,7 +10,7 @@ One foreground process that systemd (or any supervisor) runs:
   providers and scopes that changed (``scopes/triggers.py``).
 - The mnem stores it syncs are served to agents on a local socket (``orchestration/serve``): while
   an agent uses one through memsync's clients, the daemon holds its one handle, and its own
-  cycles use that handle too: the daemon's held stores (``providers/mnem/held``) are passed to
+  cycles use that handle too: the daemon's held stores (``providers/held``) are passed to
   the server and to every job that builds providers (``daemon/jobs``); each agent write starts
   a cycle.
 - The config's directory is watched (editors replace files on save) and SIGHUP asks the
@@ -53,12 +53,12 @@ from memsync.orchestration.daemon.jobs import Jobs
 from memsync.orchestration.daemon.logging import Redactor, secrets_in
 from memsync.orchestration.daemon.notify import Notifier
 from memsync.orchestration.live.triggers import Live
-from memsync.orchestration.live.watch import Hint
 from memsync.orchestration.serve.place import serves_any
 from memsync.orchestration.ui.metrics import Metrics
 from memsync.orchestration.ui.server import UiServer
-from memsync.providers.mem0.server_tokens import require_lasting_credentials
-from memsync.providers.mnem.held import HeldStores
+from memsync.providers import check_for_daemon
+from memsync.providers.held import HeldStores
+from memsync.providers.watched import Hint
 from memsync.staging.store import checkpoint
 
 if TYPE_CHECKING:
@@ -308,7 +308,7 @@ class Daemon:
         """Validate the config file, then swap it in; a broken one leaves the running one."""
         try:
             new = load_config(self.paths.config_file)
-            require_lasting_credentials(new)
+            check_for_daemon(new)
         except ConfigError as exc:
             log.error(
                 "config not reloaded (%s): %s; still running the previous config", reason, exc
@@ -369,7 +369,7 @@ def run_daemon(paths: Paths, *, redactor: Redactor | None = None) -> StopResult:
     try:
         lock.acquire()
         config = load_config(paths.config_file)
-        require_lasting_credentials(config)  # a token that dies in 30 minutes: refused now
+        check_for_daemon(config)  # e.g. a Mem0 server token that dies in 30 minutes
         paths.ensure()
         return Daemon(paths, config, redactor=redactor).run()
     finally:

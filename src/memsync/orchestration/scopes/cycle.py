@@ -2,7 +2,7 @@
 
 A layer above the engine, which stays unaware of scopes. Each cycle:
 
-1. **discover** the scopes of every source that can (``scopes.discovery``), and add the
+1. **discover** the scopes of every source that can (``Provider.discover``), and add the
    scopes staging knows from earlier cycles;
 2. for each scope, **bind** every provider to it — ``mem0`` becomes ``mem0[user_id=alice]``,
    a mnem path template becomes that scope's store, a pmm-dir its scope's file — and run the
@@ -14,10 +14,10 @@ like any other, its source lists nothing, and the mirror's gate refuses to infer
 an empty listing of a provider that held memories. The report says it is no longer found.
 
 Handles are released between scopes (the engine closes what it opened at the end of each
-scope's cycle), so one mnem store is open at a time; a Mem0 library store is opened once for
-discovery and shared by every scope's binding, and so is a mnem store that holds every scope
-in its namespaces (a LangGraph layout, ``providers/mnem/shared.py``): both are held for the
-run and released when it ends.
+scope's cycle), so one mnem store is open at a time; a provider whose one handle serves every
+scope (``Provider.holds_every_scope``: a Mem0 library's store, a mnem store that holds every
+scope in its namespaces) is opened once, before the scopes, shared by every scope's binding,
+held for the run and released when it ends.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from memsync.base.errors import AuthError, MemsyncError, ProviderBusy
 from memsync.base.records import utc_now_iso
 from memsync.base.scopes import HostileScope, Scope, scoped_name, split_scoped_name
 from memsync.config import Config
-from memsync.config.scoping import MEM0_TYPES, fixed_keys, scoped_config_keys, scoped_in_store
+from memsync.config.scoping import fixed_keys, scoped_config_keys
 from memsync.engine.cycle import end_shared_run, finish_run, start_shared_run
 from memsync.engine.failures import without_name
 from memsync.engine.from_config import build_engine, topology_of
@@ -43,9 +43,10 @@ from memsync.engine.report import (
     SyncOptions,
 )
 from memsync.orchestration.scopes.binding import ScopeBinder
-from memsync.orchestration.scopes.discovery import Discovery, discover_scopes
+from memsync.orchestration.scopes.discovery import discover_scopes
 from memsync.orchestration.scopes.report import ScopedCycleReport, ScopeOutcome, scope_noun
 from memsync.providers.base import Provider
+from memsync.providers.discovery import Discovery
 from memsync.staging import StagingStore
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ def run_scoped_cycle(
 
     ``on_release(name, token)`` runs once a scope's cycle has released a provider it opened, and
     ``on_scope_done(scope, report)`` as each scope's cycle ends (the daemon's watcher notes
-    what memsync left in each store, ``scopes/triggers.py``). A dry run runs on a scratch copy
+    what memsync left in each store, ``live/local_stores.py``). A dry run runs on a scratch copy
     of the staging store (see ``Engine.run_cycle``).
     """
     if options.dry_run and not store.scratch:
@@ -120,13 +121,11 @@ def _read_ahead(
     if len(order) < 2:
         return
     for name, base in binder.bases.items():
-        ahead = getattr(base, "read_ahead", None)
-        if not callable(ahead) or name in binder.unavailable:
+        if name in binder.unavailable:
             continue
         if options.only and name not in options.only and name != config.sync.active:
             continue
-        entry = config.providers[name]
-        ahead([{**fixed_keys(entry), **scope.as_dict()} for scope in order])
+        base.read_ahead(order)
 
 
 def _discover(
@@ -146,13 +145,10 @@ def _discover(
     found: set[Scope] = set()
     complete = True
     for name, base in binder.bases.items():
-        entry = config.providers[name]
-        in_store = scoped_in_store(entry)  # one mnem store, a namespace a scope
-        source = (entry.type in (*MEM0_TYPES, "pmm-dir") or in_store) and topology.is_source(name)
-        # One Memory (mem0-oss) or one mnem store for every scope, source or not: opened here,
-        # held for the run, released when it ends.
-        shared = entry.type == "mem0-oss" or in_store
-        if not source and not shared:
+        source = base.discovers_scopes and topology.is_source(name)
+        # One handle for every scope (a Mem0 library's Memory, one mnem store), source or not:
+        # opened here, held for the run, released when it ends.
+        if not source and not base.holds_every_scope:
             continue
         try:
             base.open()
@@ -173,10 +169,7 @@ def _discover(
         if not source or not find:
             continue
         try:
-            if in_store:
-                discovery = Discovery(binder.discover_in_store(name))
-            else:
-                discovery = discover_scopes(base, binder.keys, fixed_keys(entry))
+            discovery = discover_scopes(base, binder.keys, fixed_keys(config.providers[name]))
         except MemsyncError as exc:
             report.discovery[name] = {"state": "error", "error": str(exc)}
             report.providers[name] = ProviderOutcome(

@@ -12,9 +12,17 @@ from typing import Any
 
 from memsync.base.errors import MemsyncError
 from memsync.base.scopes import Scope, scoped_name, split_scoped_name
-from memsync.config import Config, MnemConfig
-from memsync.config.scoping import scoped_config_keys
+from memsync.config import Config
+from memsync.config.scoping import (
+    fixed_keys,
+    is_template,
+    scoped_config_keys,
+    scoped_in_store,
+    wildcard_keys,
+)
 from memsync.engine.journal import log_entries
+from memsync.orchestration.scopes.binding import ScopeBinder
+from memsync.orchestration.scopes.discovery import discover_scopes
 from memsync.orchestration.scopes.report import scope_noun
 from memsync.providers import Provider, build_provider
 from memsync.staging import StagingStore
@@ -146,58 +154,40 @@ def provider_in_scope(config: Config, name: str, scope: Scope | None) -> Provide
         raise MemsyncError(
             f"--scope {scope.label}: the config's scopes are keyed by {', '.join(keys)}"
         )
-    from memsync.orchestration.scopes.binding import ScopeBinder
-
     base = build_provider(name, config)
     return ScopeBinder(config, {name: base}).bind(name, base, scope)
 
 
 def check_scoped(config: Config, name: str, provider: Provider) -> str | None:
-    """What ``memsync check`` says of a provider synced per scope (None: an ordinary one)."""
-    from memsync.base.scopes import template_root
-    from memsync.config.scoping import fixed_keys, is_template, wildcard_keys
-    from memsync.orchestration.scopes.discovery import discover_scopes
-
+    """What ``memsync check`` says of a provider synced per scope (None: its own check says
+    it, a store with a namespace per scope counting them)."""
     entry = config.providers[name]
     keys = scoped_config_keys(config.providers)
     if not keys:
         return None
-    if isinstance(entry, MnemConfig) and is_template(entry):
-        create = "created on first write" if getattr(entry, "create", False) else "must exist"
-        return f"one store per scope under {template_root(entry.path)} ({create})"
-    if wildcard_keys(entry) or entry.type == "pmm-dir":
-        found = discover_scopes(provider, keys, fixed_keys(entry))
-        noun = scope_noun(keys)
-        how = f" through {found.source}" if found.source else ""
-        if not found.complete:
-            raise IncompleteDiscovery(
-                f"{len(found.scopes)} {noun} found, more may exist"
-                + (f" ({found.note})" if found.note else "")
-                + f"; {complete_discovery_advice(entry.type)}"
-            )
-        also = f"; {found.note}" if found.note else ""
-        return f"reachable, {len(found.scopes)} {noun} discovered{how}{also}"
-    return None
+    if is_template(entry):  # a store per scope, none of its own to open: it says where
+        return provider.check()
+    if not provider.discovers_scopes or scoped_in_store(entry):
+        return None
+    found = discover_scopes(provider, keys, fixed_keys(entry))
+    noun = scope_noun(keys)
+    how = f" through {found.source}" if found.source else ""
+    if not found.complete:
+        raise IncompleteDiscovery(
+            f"{len(found.scopes)} {noun} found, more may exist"
+            + (f" ({found.note})" if found.note else "")
+            + f"; {found.advice}"
+        )
+    also = f"; {found.note}" if found.note else ""
+    return f"reachable, {len(found.scopes)} {noun} discovered{how}{also}"
 
 
 class IncompleteDiscovery(MemsyncError):
     """A wildcard provider's discovery could not be shown to have seen every scope."""
 
 
-def complete_discovery_advice(provider_type: str) -> str:
-    """What the docs recommend where a discovery cannot be shown complete."""
-    if provider_type == "mem0-server":
-        return (
-            "give memsync read-only access to the server's database (database_url_env), or "
-            "name the team in scopes_file; see docs/mem0-server.md#a-team-past-10000-memories"
-        )
-    return "name each scope in a provider of its own, or see docs/configuration.md"
-
-
 def refuse_unscoped(config: Config, name: str, command: str) -> None:
     """A command that works on one scope cannot take a wildcard provider or a store template."""
-    from memsync.config.scoping import is_template, wildcard_keys
-
     entry = config.provider(name)
     if wildcard_keys(entry) or is_template(entry):
         keys = ", ".join(scoped_config_keys(config.providers))

@@ -14,7 +14,8 @@ from memsync.base.mnem_items import namespace_keys, place_in_namespace
 from memsync.base.scopes import Scope
 from memsync.config import Config, MnemConfig
 from memsync.config.scoping import is_template
-from memsync.orchestration.live.watch import Hint, MnemTemplate
+from memsync.providers.mnem.watched import MnemTemplate
+from memsync.providers.watched import Hint
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 A client (``memsync mcp``, ``memsync.langgraph.MnemosyneStore``) asks whether the daemon serves
 its store (``serves``: a store of a configured mnem provider), then attaches to it: the daemon
-leases the store's one handle from its held stores (``providers/mnem/held``), so its own
+leases the store's one handle from its held stores (``providers/held``), so its own
 cycles use the same handle, and keeps it while a client is attached, and ``LINGER`` seconds
 after the last one leaves. Each request then runs in the store's lane, ahead of
 memsync's own calls: a write is the agent's commit, with the agent's author, summary and
@@ -35,7 +35,6 @@ from memsync.base.errors import MemsyncError, ProviderBusy
 from memsync.base.faults import fault_point
 from memsync.base.paths import Paths, make_private_dir
 from memsync.config import Config
-from memsync.orchestration.live.watch import Hint
 from memsync.orchestration.serve import ops
 from memsync.orchestration.serve.intents import Intents
 from memsync.orchestration.serve.place import Place, place_of, store_root
@@ -47,9 +46,10 @@ from memsync.orchestration.serve.wire import (
     error_of,
     socket_path,
 )
-from memsync.providers.mnem.held import HeldStore, HeldStores
+from memsync.providers.held import HeldStore, HeldStores
 from memsync.providers.mnem.holder import process
 from memsync.providers.mnem.opening import open_at
+from memsync.providers.watched import Hint
 
 log = logging.getLogger("memsync.serve")
 

@@ -23,6 +23,7 @@ from memsync.base.records import (
 from memsync.base.secrets import Secret, resolve_secret
 from memsync.config import Config, HindsightConfig
 from memsync.providers.base import Capabilities, Listing, require_content
+from memsync.providers.change_probe import ProbeMaker
 from memsync.providers.concurrent import PagesAhead
 from memsync.providers.hindsight.convert import (
     OBSERVATION,
@@ -32,6 +33,7 @@ from memsync.providers.hindsight.convert import (
     utc_iso,
 )
 from memsync.providers.hindsight.listing import HindsightListing
+from memsync.providers.hindsight.probe import HindsightDocumentsProbe
 from memsync.providers.http.provider import DEFAULT_CONCURRENCY, HttpProvider
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.http.shapes import expect_list, expect_object
@@ -115,11 +117,11 @@ class HindsightProvider(HttpProvider):
     # paths ------------------------------------------------------------------------------
 
     @staticmethod
-    def _bank_path(bank: str) -> str:
+    def bank_path(bank: str) -> str:
         return f"{API}/banks/{quote(bank, safe='')}"
 
     def _document_path(self, ref: DocumentRef) -> str:
-        return f"{self._bank_path(ref.bank)}/documents/{quote(ref.document, safe='')}"
+        return f"{self.bank_path(ref.bank)}/documents/{quote(ref.document, safe='')}"
 
     # reads ------------------------------------------------------------------------------
 
@@ -158,7 +160,7 @@ class HindsightProvider(HttpProvider):
         no unit came twice (a repeat means the pages shifted) and the distinct units seen are
         exactly the total.
         """
-        path = f"{self._bank_path(bank)}/memories/list"
+        path = f"{self.bank_path(bank)}/memories/list"
         seen: dict[str, dict[str, Any]] = {}
         # Once the first page has told the total, the pages it implies are fetched ahead.
         ahead = PagesAhead(
@@ -205,7 +207,7 @@ class HindsightProvider(HttpProvider):
 
     def changed_documents(self, bank: str, since: str) -> tuple[list[dict[str, Any]], bool]:
         """Documents of a bank written at or after ``since`` (newest first), and if it held."""
-        path = f"{self._bank_path(bank)}/documents"
+        path = f"{self.bank_path(bank)}/documents"
         seen: dict[str, dict[str, Any]] = {}
         first_total: int | None = None
         steady = True
@@ -338,7 +340,7 @@ class HindsightProvider(HttpProvider):
         # cannot write the memory twice: the call is safe to retry.
         body = self.http.json(
             "POST",
-            f"{self._bank_path(ref.bank)}/memories",
+            f"{self.bank_path(ref.bank)}/memories",
             json={"items": [entry], "async": False},
             idempotent=True,
         )
@@ -360,6 +362,13 @@ def _total(provider: str, body: dict[str, Any], where: str) -> int:
     if not isinstance(total, int) or isinstance(total, bool) or total < 0:
         raise InvalidResponse(f"{provider}: {where} answered without a valid 'total'")
     return total
+
+
+def change_probe(name: str, entry: HindsightConfig) -> ProbeMaker | None:
+    """One bank's newest document (``probe``); a provider over every bank has none."""
+    if entry.bank is None:
+        return None
+    return lambda provider: HindsightDocumentsProbe(name, provider)
 
 
 def build(name: str, entry: HindsightConfig, config: Config) -> HindsightProvider:

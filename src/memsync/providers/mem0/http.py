@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 from urllib.parse import quote
 
 from memsync.base.errors import ProviderError
 from memsync.base.records import Outgoing, Record, is_blank
+from memsync.base.scopes import WILDCARD, Scope, scoped_name
 from memsync.providers.base import WriteOp
 from memsync.providers.http.provider import HttpProvider
 from memsync.providers.mem0.convert import SCOPE_IDS, record_from_mem0, scope_key_of
@@ -38,6 +39,25 @@ class Mem0HttpProvider(HttpProvider):
 
     def describe_scope(self) -> dict[str, Any]:
         return {"scope_key": self.scope_key(), **self.scope}
+
+    # many scopes: a wildcard scope is one API, asked per scope ----------------------------
+
+    @property
+    def discovers_scopes(self) -> bool:
+        """A wildcard scope: the API names the scopes it holds."""
+        return WILDCARD in self.scope.values()
+
+    def bind(self, scope: Scope) -> Self:
+        """The wildcard filled with SCOPE, beside the fixed keys."""
+        fixed = {k: v for k, v in self.scope.items() if v != WILDCARD}
+        return self.bound_to(scoped_name(self.name, scope), {**fixed, **scope.as_dict()})
+
+    def bound_to(self, name: str, scope: Mapping[str, str]) -> Self:
+        """This provider for one scope: its own name and scope, and this provider's settings
+        (key, endpoint, transport) and client, so that every scope shares one pool."""
+        bound = self.sharing(name)
+        bound.scope = self.scope_ids(scope)
+        return bound
 
     @abstractmethod
     def _raw(self, provider_id: str) -> dict[str, Any] | None:

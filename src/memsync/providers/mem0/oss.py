@@ -22,6 +22,7 @@ from typing import Any
 from memsync.base.errors import NotFound, ProviderError
 from memsync.base.paths import resolve_paths
 from memsync.base.records import Outgoing, Record, Skipped
+from memsync.base.scopes import WILDCARD, Scope, scoped_name
 from memsync.base.secrets import resolve_secret
 from memsync.config import Config, Mem0OssConfig
 from memsync.providers.base import (
@@ -32,9 +33,11 @@ from memsync.providers.base import (
     WriteResult,
     require_content,
 )
+from memsync.providers.discovery import Discovery, scopes_of
 from memsync.providers.mem0.convert import MEM0_OWN_KEYS, metadata_for_mem0, record_from_mem0
 from memsync.providers.mem0.embed_ahead import EmbeddedAhead
 from memsync.providers.mem0.oss_config import load_mem0_config
+from memsync.providers.mem0.oss_files import Mem0LocalStore, local_store
 from memsync.providers.mem0.oss_memory import MemoryHandle
 from memsync.providers.mem0.paging import FetchResult, fetch_all, start_for
 
@@ -173,6 +176,55 @@ class Mem0OssProvider(MemoryHandle):
         except Exception as exc:  # only a hint: the paging loop works without it
             log.debug("%s: counting the collection failed: %s", self.name, exc)
             return None
+
+    # many scopes: one Memory, opened once, serves every scope --------------------------
+
+    @property
+    def discovers_scopes(self) -> bool:
+        """A wildcard scope: the store's payloads name the scopes it holds."""
+        return WILDCARD in self.scope.values()
+
+    @property
+    def holds_every_scope(self) -> bool:
+        """One Memory (and its store's lock) for every scope."""
+        return True
+
+    def discover(self, keys: tuple[str, ...], fixed: Mapping[str, str]) -> Discovery:
+        """The scopes of the store's payloads: one pass over the collection, paged as get_all."""
+        memory = self._require_memory()
+        store = memory.vector_store
+
+        def payloads(top_k: int) -> list[Mapping[str, Any]]:
+            with self._translate("list the scopes in the store"):
+                answer = store.list(filters=dict(fixed) or None, top_k=top_k)
+            rows = answer[0] if answer and isinstance(answer[0], list | tuple) else answer
+            return [getattr(row, "payload", None) or {} for row in rows or []]
+
+        fetched = fetch_all(payloads, start=start_for(self._collection_size(memory)), factor=16)
+        discovery = Discovery(scopes_of(fetched.items, keys, fixed))
+        if not fetched.complete:
+            discovery.complete = False
+            discovery.note = f"the store returned its maximum of {fetched.top_k} memories"
+        return discovery
+
+    def bind(self, scope: Scope) -> Mem0OssProvider:
+        """The wildcard filled with SCOPE; once open, on the same Memory (one store handle
+        for all scopes, released when this provider closes)."""
+        name = scoped_name(self.name, scope)
+        fixed = {k: v for k, v in self.scope.items() if v != WILDCARD}
+        values = {**fixed, **scope.as_dict()}
+        options: dict[str, Any] = {
+            "mem0_config": self.mem0_config,
+            "embedder": self.embedder,
+            "telemetry": self.telemetry,
+            "mem0_dir": self.mem0_dir,
+            "busy_timeout": self.busy_timeout,
+        }
+        if self.memory is not None:
+            return Mem0OssProvider.from_memory(name, self.memory, values, **options)
+        return Mem0OssProvider(
+            name, values, api_key=self._api_key, concurrency=self.concurrency, **options
+        )
 
     def _in_scope(self, fields: Mapping[str, Any] | None) -> bool:
         fields = fields or {}
@@ -316,6 +368,11 @@ def _message_for(item: Outgoing) -> dict[str, str]:
     if isinstance(actor, str) and actor.strip():
         message["name"] = actor
     return message
+
+
+def watched_files(name: str, entry: Mem0OssConfig, keys: tuple[str, ...]) -> Mem0LocalStore | None:
+    """Its local qdrant directory, when its vector store is one (``oss_files``)."""
+    return local_store(name, entry)
 
 
 def build(name: str, entry: Mem0OssConfig, config: Config) -> Mem0OssProvider:

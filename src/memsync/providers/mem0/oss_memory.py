@@ -265,6 +265,7 @@ class MemoryHandle(Provider):
             ) from exc
 
     def _install_hash_embedder(self, memory: Any) -> None:
+        # Here: it imports mem0 (heavy), and must only after telemetry is switched off.
         from memsync.providers.mem0.hash_embedder import HashEmbedder
 
         dims = getattr(memory.config.vector_store.config, "embedding_model_dims", None) or getattr(

@@ -41,6 +41,7 @@ from memsync.base.errors import (
 from memsync.base.records import Outgoing, Record, parse_instant
 from memsync.base.secrets import Secret, resolve_secret
 from memsync.config import Config, Mem0PlatformConfig
+from memsync.config.scoping import wildcard_keys
 from memsync.providers.base import (
     Capabilities,
     Listing,
@@ -48,7 +49,9 @@ from memsync.providers.base import (
     WriteResult,
     require_content,
 )
+from memsync.providers.change_probe import ProbeMaker
 from memsync.providers.concurrent import lanes
+from memsync.providers.discovery import Discovery
 from memsync.providers.http.provider import DEFAULT_CONCURRENCY
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.http.shapes import expect_list, expect_object
@@ -59,6 +62,7 @@ from memsync.providers.mem0.convert import (
 )
 from memsync.providers.mem0.http import Mem0HttpProvider, path_segment
 from memsync.providers.mem0.platform_listing import PlatformListing, utc_iso
+from memsync.providers.mem0.platform_scopes import PlatformChangesProbe, discover_platform_scopes
 
 DEFAULT_BASE_URL = "https://api.mem0.ai"
 _KIND_ORDER = {"create": 0, "update": 1, "delete": 2}
@@ -141,6 +145,10 @@ class Mem0PlatformProvider(Mem0HttpProvider):
         first = self._page(1, self._filters(None))
         project = pong.get("project_id") or "the key's project"
         return f"reachable ({project}), {first['count']} memories in scope"
+
+    def discover(self, keys: tuple[str, ...], fixed: Mapping[str, str]) -> Discovery:
+        """Its entities, or the pairs the fixed keys' memories hold (``platform_scopes``)."""
+        return discover_platform_scopes(self, keys, fixed)
 
     # reads ----------------------------------------------------------------------------
 
@@ -355,6 +363,12 @@ class Mem0PlatformProvider(Mem0HttpProvider):
             "text": op.item.content,
             "metadata": metadata_for_mem0(op.item, replacing=replacing),
         }
+
+
+def change_probe(name: str, entry: Mem0PlatformConfig) -> ProbeMaker:
+    """The memories changed since the last probe, across every scope (``platform_scopes``)."""
+    keys = wildcard_keys(entry)
+    return lambda provider: PlatformChangesProbe(name, provider, keys)
 
 
 def build(name: str, entry: Mem0PlatformConfig, config: Config) -> Mem0PlatformProvider:

@@ -4,9 +4,9 @@ Routes used: ``GET /memories?user_id&agent_id&run_id&top_k&show_expired`` (no cu
 is raised until a call comes back short, ADR-0024, via ``paging``; past its 1,000 cap
 ``POST /search`` checked against ``GET /entities``, see ``server_listing``), ``GET/PUT/DELETE
 /memories/{id}``, ``POST /memories``, ``GET /entities`` and ``GET /memories`` without ids
-(scope discovery, ``scopes/server_discovery``), ``GET /openapi.json`` (once per cycle for all
-scopes, ``server_session``) and, with ``refresh_token_file``, ``POST /auth/refresh``
-(``server_tokens``).
+(scope discovery, ``server_discovery``; the probe, ``server_probes``), ``GET /openapi.json``
+(once per cycle for all scopes, ``server_session``) and, with ``refresh_token_file``,
+``POST /auth/refresh`` (``server_tokens``).
 
 memsync never lets a write trigger LLM extraction: creates send ``infer: false``, and only to a
 server that proved it knows the field (see ``server_features``).
@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import httpx
 
@@ -37,9 +37,13 @@ from memsync.base.errors import (
     TransientProviderError,
 )
 from memsync.base.records import Outgoing, Record
+from memsync.base.scopes import WILDCARD, Scope
 from memsync.base.secrets import Secret, resolve_secret
 from memsync.config import Config, Mem0ServerConfig
+from memsync.config.scoping import fixed_keys, wildcard_keys
 from memsync.providers.base import Capabilities, Listing, WriteOp, require_content
+from memsync.providers.change_probe import ProbeMaker
+from memsync.providers.discovery import Discovery
 from memsync.providers.http.provider import DEFAULT_CONCURRENCY
 from memsync.providers.http.retry import RetryPolicy
 from memsync.providers.http.shapes import expect_list, expect_object
@@ -52,6 +56,7 @@ from memsync.providers.mem0.server_database import (
     ServerDatabase,
     psycopg_missing,
 )
+from memsync.providers.mem0.server_discovery import discover_server_scopes
 from memsync.providers.mem0.server_entities import EntityCensus, read_entities
 from memsync.providers.mem0.server_features import (
     ServerFeatures,
@@ -59,8 +64,13 @@ from memsync.providers.mem0.server_features import (
     features_from_probes,
 )
 from memsync.providers.mem0.server_listing import MAX_TOP_K, ServerListing, read_scope
+from memsync.providers.mem0.server_probes import ServerDatabaseProbe, ServerEntitiesProbe
 from memsync.providers.mem0.server_session import ServerSession
-from memsync.providers.mem0.server_tokens import RefreshTokenFile, refresh_call
+from memsync.providers.mem0.server_tokens import (
+    RefreshTokenFile,
+    refresh_call,
+    require_lasting_credential,
+)
 
 
 class Mem0ServerProvider(Mem0HttpProvider):
@@ -137,20 +147,22 @@ class Mem0ServerProvider(Mem0HttpProvider):
             if self.database is not None:
                 self.database.close()
 
-    def bound_to(self, name: str, scope: Mapping[str, str]) -> Mem0ServerProvider:
+    def bound_to(self, name: str, scope: Mapping[str, str]) -> Self:
         """This server's provider for one scope: its own name and scope, and this provider's
         client and session, so the schema and entities are read once for every scope."""
-        bound = self.sharing(name)
-        bound.scope = self.scope_ids(scope)
+        bound = super().bound_to(name, scope)
         bound._owns_session = False
         return bound
 
-    def read_ahead(self, scopes: list[Mapping[str, str]]) -> None:
+    def discover(self, keys: tuple[str, ...], fixed: Mapping[str, str]) -> Discovery:
+        """Its database, the scopes the team names, or its routes (``server_discovery``)."""
+        return discover_server_scopes(self, keys, fixed)
+
+    def read_ahead(self, scopes: list[Scope]) -> None:
         """Read these scopes' memories a few at a time, ahead of the cycle that takes them
         in this order (``ServerListing`` takes each one's read, or reads it itself)."""
-        from memsync.providers.mem0.server_listing import read_scope
-
-        bound = [self.bound_to(self.name, scope) for scope in scopes]
+        fixed = {k: v for k, v in self.scope.items() if v != WILDCARD}
+        bound = [self.bound_to(self.name, {**fixed, **scope.as_dict()}) for scope in scopes]
         by_key = {_scope_key(b.scope): b for b in bound}
         self._session.read_ahead(list(by_key), lambda key: read_scope(by_key[key]))
 
@@ -363,5 +375,18 @@ def build(name: str, entry: Mem0ServerConfig, config: Config) -> Mem0ServerProvi
     )
 
 
+def change_probe(name: str, entry: Mem0ServerConfig) -> ProbeMaker:
+    """The server's own table where memsync may read it, else ``GET /entities``."""
+    kind = ServerDatabaseProbe if entry.database else ServerEntitiesProbe
+    keys, fixed = wildcard_keys(entry), fixed_keys(entry)
+    return lambda provider: kind(name, provider, keys, fixed)
+
+
 def _scope_key(scope: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(scope.items()))
+
+
+def check_for_daemon(name: str, entry: Mem0ServerConfig, config: Config) -> None:
+    """What would stop a long-running daemon, refused at its start and on reload: a bearer
+    token that dies within the day with nothing to renew it (``server_tokens``)."""
+    require_lasting_credential(name, entry)

@@ -17,7 +17,8 @@ refresh are rate limited upstream (10 and 20 a minute per address); renewing onl
 stays far below that.
 
 A daemon given a static bearer token that expires (no ``refresh_token_file``) would stop
-syncing within half an hour: ``require_lasting_credentials`` refuses it at start and on reload.
+syncing within half an hour: ``require_lasting_credential`` refuses it at start and on reload
+(the registry's ``check_for_daemon``).
 
 What a lost refresh token means (the file deleted, or memsync killed between the server's
 answer and the write): the chain is broken, and the message says to log in again
@@ -225,28 +226,32 @@ def _detail(response: httpx.Response) -> str:
 
 
 def require_lasting_credentials(config: Config) -> None:
+    """``require_lasting_credential`` for every Mem0 server a config names."""
+    for name, entry in config.providers.items():
+        if isinstance(entry, Mem0ServerConfig):
+            require_lasting_credential(name, entry)
+
+
+def require_lasting_credential(name: str, entry: Mem0ServerConfig) -> None:
     """Refuse a daemon a credential it knows will die: a static bearer JWT of a Mem0 server
     (upstream's last 30 minutes) with no refresh_token_file to renew it. A token whose
     expiry cannot be read, or that lasts more than a day, is let through."""
-    for name, entry in config.providers.items():
-        if not isinstance(entry, Mem0ServerConfig) or entry.auth != "bearer":
-            continue
-        if entry.refresh_token_file is not None:
-            continue
-        try:
-            secret = resolve_secret(name, entry.api_key_env, entry.api_key_file)
-        except ConfigError:
-            continue  # a key that cannot be read is reported by each cycle, as for any provider
-        expiry = jwt_expiry(secret.reveal()) if secret is not None else None
-        if secret is None or expiry is None or expiry - time.time() > 86_400:
-            continue
-        when = datetime.fromtimestamp(expiry, UTC).strftime("%Y-%m-%d %H:%M UTC")
-        raise ConfigError(
-            f'providers.{name}: auth = "bearer" with a token from {secret.source} that '
-            f"{'expired' if expiry <= time.time() else 'expires'} at {when}: a Mem0 server's "
-            "tokens last 30 minutes, so the daemon would stop syncing; set refresh_token_file "
-            '(memsync renews the token) or use an API key (auth = "api-key")'
-        )
+    if entry.auth != "bearer" or entry.refresh_token_file is not None:
+        return
+    try:
+        secret = resolve_secret(name, entry.api_key_env, entry.api_key_file)
+    except ConfigError:
+        return  # a key that cannot be read is reported by each cycle, as for any provider
+    expiry = jwt_expiry(secret.reveal()) if secret is not None else None
+    if secret is None or expiry is None or expiry - time.time() > 86_400:
+        return
+    when = datetime.fromtimestamp(expiry, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    raise ConfigError(
+        f'providers.{name}: auth = "bearer" with a token from {secret.source} that '
+        f"{'expired' if expiry <= time.time() else 'expires'} at {when}: a Mem0 server's "
+        "tokens last 30 minutes, so the daemon would stop syncing; set refresh_token_file "
+        '(memsync renews the token) or use an API key (auth = "api-key")'
+    )
 
 
 def jwt_expiry(token: str) -> float | None:

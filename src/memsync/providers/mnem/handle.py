@@ -34,7 +34,7 @@ from typing import Any, Self, TypeVar
 
 from memsync.base.errors import ProviderError, TransientProviderError
 from memsync.providers.base import Provider
-from memsync.providers.mnem.held import HeldStore, HeldStores
+from memsync.providers.held import HeldStore, HeldStores
 from memsync.providers.mnem.in_flight import InFlight
 from memsync.providers.mnem.layouts import MEM0, Layout
 from memsync.providers.mnem.meanwhile import Meanwhile

@@ -16,7 +16,7 @@ from types import ModuleType
 from memsync.base.errors import ProviderError
 from memsync.base.records import Record
 from memsync.providers.base import Listing, WriteOp, WriteResult
-from memsync.providers.mnem.held import HeldStores
+from memsync.providers.held import HeldStores
 from memsync.providers.mnem.listing import MnemListing
 from memsync.providers.mnem.provider import MnemProvider
 

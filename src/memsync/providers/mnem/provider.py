@@ -9,12 +9,14 @@ the one open Store and the SDK's errors are ``handle``'s; one ``write_many`` is 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from memsync.base.records import Outgoing, Record, Skipped
-from memsync.providers.base import Capabilities, Listing, Page, WriteOp, WriteResult
+from memsync.base.scopes import Scope
+from memsync.providers.base import Capabilities, Listing, Page, Provider, WriteOp, WriteResult
+from memsync.providers.discovery import Discovery
 from memsync.providers.mnem.batch import BatchWrite
 from memsync.providers.mnem.convert import (
     BARE_VERSION,
@@ -31,6 +33,22 @@ from memsync.providers.mnem.layouts import MEM0, VALUE_KEY
 from memsync.providers.mnem.listing import MnemListing, added_then_removed, paged
 
 log = logging.getLogger("memsync.mnem")
+
+
+class PerScope(Protocol):
+    """How one configured store serves many scopes (``configured.py``)."""
+
+    discovers_scopes: bool  # its scopes are found in it
+    holds_every_scope: bool  # one handle serves them all
+
+    def discover(self) -> Discovery | None:
+        """The scopes found in the store."""
+
+    def bind(self, scope: Scope) -> Provider:
+        """The provider of one scope."""
+
+    def describe(self) -> str | None:
+        """What ``check`` says without opening the configured store (None: open it)."""
 
 
 class MnemProvider(StoreHandle):
@@ -53,6 +71,25 @@ class MnemProvider(StoreHandle):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.known = KnownNodes()  # what this hold read or wrote: writes ask it, not mnem
+        # How the store serves many scopes, when it does (a path template: a store each; a
+        # layout naming scope keys: a namespace each); set by ``configured.build``.
+        self.per_scope: PerScope | None = None
+
+    # many scopes: how, if at all, is ``configured.build``'s to say ---------------------------
+
+    @property
+    def discovers_scopes(self) -> bool:
+        return self.per_scope is not None and self.per_scope.discovers_scopes
+
+    @property
+    def holds_every_scope(self) -> bool:
+        return self.per_scope is not None and self.per_scope.holds_every_scope
+
+    def discover(self, keys: tuple[str, ...], fixed: Mapping[str, str]) -> Discovery | None:
+        return None if self.per_scope is None else self.per_scope.discover()
+
+    def bind(self, scope: Scope) -> Provider | None:
+        return None if self.per_scope is None else self.per_scope.bind(scope)
 
     def version_detached(self, version: str | None) -> bool:
         return version is not None and version.startswith(BARE_VERSION)
@@ -68,6 +105,9 @@ class MnemProvider(StoreHandle):
         return super().identity() + self.layout.identity()
 
     def check(self) -> str:
+        said = None if self.per_scope is None else self.per_scope.describe()
+        if said is not None:
+            return said
         head = self.sdk_call("read the head commit", lambda: self.store.head_commit())
         every = self._committed_nodes(head)
         nodes = [n for n in every.values() if not self.layout.outside(n.id)]

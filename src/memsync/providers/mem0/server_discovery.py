@@ -1,10 +1,11 @@
-"""Which users, agents or runs a self-hosted Mem0 server holds: the server part of discovery.
+"""Which users, agents or runs a self-hosted Mem0 server holds (``Mem0ServerProvider.discover``).
 
 With a database connection (``database_url_env``/``database_url_file``), one query over the
 server's own table lists every scope, at any size (``providers/mem0/server_database.py``).
 Without one, the team may name its scopes (``scopes_file``/``scopes_command``,
-``scopes/named.py``): that list is taken as complete, and any scope the routes find beside it is
-synced too and said. Otherwise upstream's routes, and memsync takes the better one the server has:
+``providers/named_scopes.py``): that list is taken as complete, and any scope the routes find
+beside it is synced too and said. Otherwise upstream's routes, and memsync takes the better one
+the server has:
 
 1. ``GET /entities`` (since 2026-04): any valid key; one pass over at most 10,000 memories;
    one row per user, agent and run with its ``total_memories``. A single wildcard
@@ -34,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from memsync.base.errors import AuthError, InvalidResponse, MemsyncError, ProviderError
 from memsync.base.scopes import Scope
-from memsync.orchestration.scopes.discovery import Discovery, scope_of
-from memsync.orchestration.scopes.named import NamedScopes
+from memsync.providers.discovery import Discovery, scope_of
+from memsync.providers.named_scopes import NamedScopes
 
 if TYPE_CHECKING:
     from memsync.providers.mem0.server import Mem0ServerProvider
@@ -43,6 +44,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ADMIN_CAP = 1000  # server/main.py: ALL_MEMORIES_LIMIT
+# What would let discovery see every scope of a server that holds more than its routes show.
+COMPLETE_ADVICE = (
+    "give memsync read-only access to the server's database (database_url_env), or "
+    "name the team in scopes_file; see docs/mem0-server.md#a-team-past-10000-memories"
+)
 
 
 def discover_server_scopes(
@@ -51,6 +57,14 @@ def discover_server_scopes(
     """The scopes a Mem0 server holds, as values of the wildcard ``keys``: from its own
     database where one is configured (complete at any size), else the scopes the team names
     and those the routes find, else the routes alone."""
+    found = _discover(provider, keys, fixed)
+    found.advice = COMPLETE_ADVICE
+    return found
+
+
+def _discover(
+    provider: Mem0ServerProvider, keys: tuple[str, ...], fixed: Mapping[str, str]
+) -> Discovery:
     if provider.database is not None:
         census = provider.database.census(keys, fixed)
         scopes = {Scope.of(dict(zip(keys, values, strict=True))) for values in census.scopes}
