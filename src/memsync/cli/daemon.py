@@ -10,8 +10,18 @@ from pathlib import Path
 import click
 
 from memsync.base.errors import MemsyncError
+from memsync.base.lock import read_daemon_info
 from memsync.base.output import print_json, print_table
 from memsync.cli.common import App, pass_app
+from memsync.orchestration.backups import take_backups
+from memsync.orchestration.daemon.logging import setup_daemon_logging
+from memsync.orchestration.daemon.service import run_daemon
+from memsync.orchestration.daemon.unit import (
+    install,
+    service_state,
+    uninstall,
+    unit_for_this_installation,
+)
 
 log = logging.getLogger("memsync.daemon")
 
@@ -34,9 +44,6 @@ def daemon(app: App) -> None:
 
     Exits 2 when the config is invalid at start, 7 when another daemon is running.
     """
-    from memsync.orchestration.daemon.logging import setup_daemon_logging
-    from memsync.orchestration.daemon.service import run_daemon
-
     level = min(logging.INFO, logging.getLogger().getEffectiveLevel())
     redactor = setup_daemon_logging(level)
     try:
@@ -67,8 +74,6 @@ def backup(app: App, only: tuple[str, ...], as_json: bool) -> None:
     Example:
       memsync backup --provider mem0
     """
-    from memsync.orchestration.backups import take_backups
-
     config = app.config
     for name in only:
         config.provider(name)
@@ -110,8 +115,6 @@ def service_install(app: App, enable: bool, print_only: bool) -> None:
     Example:
       memsync service install --enable
     """
-    from memsync.orchestration.daemon.unit import install, unit_for_this_installation
-
     text = unit_for_this_installation(app.paths, config_file=_config_override())
     if print_only:
         click.echo(text, nl=False)
@@ -144,8 +147,6 @@ def service_install(app: App, enable: bool, print_only: bool) -> None:
 @service.command("uninstall")
 def service_uninstall() -> None:
     """Stop and disable memsync.service and remove its unit file."""
-    from memsync.orchestration.daemon.unit import uninstall
-
     result = uninstall()
     for command in result.commands:
         click.echo(f"ran: {command}")
@@ -158,9 +159,6 @@ def service_uninstall() -> None:
 @pass_app
 def service_status(app: App) -> None:
     """Whether the unit is installed, what systemd says of it, and the daemon's own lock."""
-    from memsync.base.lock import read_daemon_info
-    from memsync.orchestration.daemon.unit import service_state
-
     state = service_state()
     daemon_info = read_daemon_info(app.paths)
     running = (
