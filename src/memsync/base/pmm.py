@@ -26,6 +26,7 @@ from typing import IO, Any, Literal, cast
 import ijson
 
 from memsync.base.errors import PMMError, RecordError
+from memsync.base.files import atomic_writer
 from memsync.base.records import RESERVED_PREFIX, Record, parse_instant, utc_now_iso
 
 # The largest text a record may carry when it is read in (config: [pmm] max_content_bytes).
@@ -592,8 +593,6 @@ def write_pmm_file(
 
     A crash or a full disk leaves either the old file or none, never a truncated one.
     """
-    from memsync.base.files import atomic_writer
-
     with atomic_writer(path, binary=True) as raw:
         binary: IO[bytes] = (
             gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if compress else raw  # type: ignore[assignment]
