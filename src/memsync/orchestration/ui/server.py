@@ -498,7 +498,7 @@ POST_API: dict[str, Callable[[Handler, dict[str, Any]], Any]] = {
 
 
 def _asset(name: str) -> str:
-    return resources.files("memsync.ui").joinpath("static", name).read_text(encoding="utf-8")
+    return resources.files("memsync.orchestration.ui").joinpath("static", name).read_text(encoding="utf-8")
 
 
 def _escape(text: str) -> str:
