@@ -20,10 +20,8 @@ PROVIDER_TYPES = (
     "pmm-dir",
 )
 
-
 # app_id, of the Mem0 Platform's four entity types (SCOPE_KEYS), exists on the Platform alone.
 PLATFORM_ONLY_KEYS = ("app_id",)
-
 
 # Keys that would carry a secret inline; refused with a message that says how to pass one.
 SECRET_KEYS = {
@@ -37,27 +35,20 @@ SECRET_KEYS = {
     "refresh_token",
 }
 
-
 SECRET_HINT = (
     'secrets are never read from the config file; set api_key_env = "VARIABLE_NAME" '
     '(an environment variable holding the key) or api_key_file = "path/to/file"'
 )
 
-
 # A database URL carries a password: never in the config either.
 DATABASE_KEYS = {"database_url", "database", "dsn", "connection_string"}
-
-
 DATABASE_HINT = (
     "a database URL carries a password and is never read from the config file; set "
     'database_url_env = "VARIABLE_NAME" (a variable holding postgresql://...) or '
     'database_url_file = "path/to/file"'
 )
 
-
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
-
-
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
 
 

@@ -12,11 +12,7 @@ from memsync.config.address import check_exposure, parse_listen
 from memsync.config.fields import Strict, parse_duration
 
 DEFAULT_INTERVAL = 300.0  # the full pass: every 5 minutes...
-
-
 PROBED_INTERVAL = 3600.0  # ...every hour beside a probe, which finds remote changes sooner...
-
-
 COMPLETELY_PROBED_INTERVAL = 86400.0  # ...and daily when every probe sees every change
 
 
