@@ -61,7 +61,7 @@ class Config(Strict):
             if isinstance(providers, dict)
             else []
         )
-        probed = [  # the stores scopes/probes.py probes
+        probed = [  # the stores orchestration/live/probes.py probes
             e
             for e in entries
             if e.get("type") in ("mem0-server", "mem0-platform")

@@ -20,15 +20,16 @@ class SyncConfig(Strict):
     active: str
     conflict: Literal["error", "active", "newest", "keep-both"] = "newest"
     # "content": a record no link claims is paired with another provider's unlinked copy of
-    # the same text in the same scope (see sync/adopt.py); "off": every such record is new.
+    # the same text in the same scope (see engine/adopt.py); "off": every such record is new.
     adopt: Literal["content", "off"] = "content"
     max_delete: float = 25.0
     max_delete_count: int = Field(default=100, ge=0)
     interval: float = DEFAULT_INTERVAL
     full_scan_interval: float = 3600.0
     max_attempts: int = Field(default=5, ge=1)
-    # The daemon's hints (scopes/triggers.py): local stores watched for changes, remote ones
-    # asked every `probe` seconds which scopes changed; the interval cycle stays the full pass.
+    # The daemon's hints (orchestration/live/triggers.py): local stores watched for changes,
+    # remote ones asked every `probe` seconds which scopes changed; the interval cycle stays
+    # the full pass.
     watch: bool = True
     probe: float | None = None
 

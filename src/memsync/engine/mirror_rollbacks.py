@@ -6,7 +6,7 @@ writes over a restart) answers older versions than memsync had seen from it. Whe
 listed version older than the newest memsync saw of that memory there, or one memsync saw
 before and since superseded, is a **rollback**, not an edit: it is staged as the store holds
 it (status counts what the store serves; ``history`` shows it) and flagged, so the planner
-copies it nowhere until the user settles it (``sync/plan.py``). In a full listing that
+copies it nowhere until the user settles it (``engine/plan.py``). In a full listing that
 showed any rollback, a memory the store no longer holds went back in time with it: it is
 flagged too, never inferred deleted elsewhere. More unsettled rollbacks than ``max_delete``
 allows refuse the provider for the cycle, as deletes over it do.

@@ -176,7 +176,7 @@ class Replay:
                     ahead = None
                 rows = upcoming
         except ProviderUnreachable as exc:
-            # Said once, through the report's failure path (sync/failures.py): the outcome's
+            # Said once, through the report's failure path (engine/failures.py): the outcome's
             # error and the notice carry the same sentence, which folds into one line.
             kept = self.store.outbox.count_pending(run_id, provider.name)
             said = f"{exc}; {kept} writes kept for the next cycle"

@@ -178,7 +178,7 @@ class CycleReport:
         self.provider_notices.append(ProviderFailure(provider, reason, exit_code=exit_code))
 
     def provider_failures(self) -> list[ProviderFailure]:
-        """Every failure of this cycle, one per provider and reason (``sync/failures.py``)."""
+        """Every failure of this cycle, one per provider and reason (``engine/failures.py``)."""
         return provider_failures(self)
 
     def add_planned(self, entry: PlannedEntry) -> None:

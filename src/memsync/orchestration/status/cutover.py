@@ -101,7 +101,7 @@ def _outbox_text(outbox: dict[str, int]) -> str:
 
 
 def switch_plan(active: str, target: str, direction: str = "both") -> list[str]:
-    """What `memsync switch TARGET` does, step by step (sync/switch.py), for a person."""
+    """What `memsync switch TARGET` does, step by step (orchestration/switch.py), for a person."""
     steps = [
         f"run one sync cycle around {active} (the active backend now), so nothing pending is lost;"
         " stop if it does not finish cleanly",
