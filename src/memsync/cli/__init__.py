@@ -109,10 +109,10 @@ COMMANDS: dict[str, LazyCommand] = {
         "Run in the foreground: sync every [sync] interval, back up every [backup] interval.",
     ),
     "backup": LazyCommand(
-        "daemon", "backup", "Take a PMM backup of each provider's mirrored memories now."
+        "backup", "backup", "Take a PMM backup of each provider's mirrored memories now."
     ),
     "service": LazyCommand(
-        "daemon",
+        "service",
         "service",
         "Install, remove or inspect the systemd user service that runs `memsync daemon`.",
     ),
