@@ -9,13 +9,17 @@ import click
 from memsync.base.errors import MemsyncError
 from memsync.base.lock import read_daemon_info
 from memsync.base.output import print_table
-from memsync.cli.common import App, pass_app
+from memsync.base.paths import Paths
 from memsync.orchestration.daemon.unit import (
     install,
     service_state,
     uninstall,
     unit_for_this_installation,
 )
+
+# The unit's commands need the paths alone, which the group resolved: not the App, whose
+# config, providers and staging store they would import for nothing.
+pass_paths = click.make_pass_decorator(Paths)
 
 
 def _config_override() -> Path | None:
@@ -32,8 +36,8 @@ def service() -> None:
 @service.command("install")
 @click.option("--enable", is_flag=True, help="Also start it now and at every login.")
 @click.option("--print", "print_only", is_flag=True, help="Print the unit; write nothing.")
-@pass_app
-def service_install(app: App, enable: bool, print_only: bool) -> None:
+@pass_paths
+def service_install(paths: Paths, enable: bool, print_only: bool) -> None:
     """Write memsync.service under ~/.config/systemd/user for this installation.
 
     ExecStart runs this memsync (this Python, -m memsync), with --config and MEMSYNC_HOME as
@@ -44,15 +48,15 @@ def service_install(app: App, enable: bool, print_only: bool) -> None:
     Example:
       memsync service install --enable
     """
-    text = unit_for_this_installation(app.paths, config_file=_config_override())
+    text = unit_for_this_installation(paths, config_file=_config_override())
     if print_only:
         click.echo(text, nl=False)
         return
     result = install(text, enable=enable)
     click.echo(f"wrote {result.path}")
-    if not app.paths.config_file.exists():
+    if not paths.config_file.exists():
         click.echo(
-            f"note: {app.paths.config_file} does not exist yet; the service cannot start "
+            f"note: {paths.config_file} does not exist yet; the service cannot start "
             "until it does (`memsync init`, then `memsync check`)"
         )
     if result.systemd:
@@ -85,11 +89,11 @@ def service_uninstall() -> None:
 
 
 @service.command("status")
-@pass_app
-def service_status(app: App) -> None:
+@pass_paths
+def service_status(paths: Paths) -> None:
     """Whether the unit is installed, what systemd says of it, and the daemon's own lock."""
     state = service_state()
-    daemon_info = read_daemon_info(app.paths)
+    daemon_info = read_daemon_info(paths)
     running = (
         f"running (pid {daemon_info['pid']}, since {daemon_info['since']})"
         if daemon_info.get("running")
