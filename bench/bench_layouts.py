@@ -51,7 +51,7 @@ def users_child(users: int, per_user: int, layout: str) -> None:
     from memsync.engine.report import SyncOptions
     from memsync.orchestration.scopes.cycle import run_scoped_cycle
     from memsync.orchestration.scopes.discovery import Discovery
-    from memsync.providers.mnem.provider import build as build_mnem
+    from memsync.providers.mnem.factory import build as build_mnem
     from memsync.staging import StagingStore
 
     class Team(SyntheticProvider):
@@ -80,10 +80,11 @@ def users_child(users: int, per_user: int, layout: str) -> None:
         return real_open(path)
 
     mnem.open = counting_open
+    held = None
     if layout == "held":  # as in the daemon: the store lent to the run and the agents it serves
-        from memsync.providers.mnem.held import HELD
+        from memsync.providers.mnem.held import HeldStores
 
-        HELD.enabled, layout = True, "one-store"
+        held, layout = HeldStores(), "one-store"
     root = Path(tempfile.mkdtemp(prefix="memsync-bench-layouts-"))
     where = (
         f'path = "{root}/agents"\n'
@@ -96,7 +97,7 @@ def users_child(users: int, per_user: int, layout: str) -> None:
         '[providers.mem0]\ntype = "mem0-oss"\nscope = { user_id = "*" }\ndirection = "pull"\n'
         f'[providers.agents]\ntype = "mnem"\ncreate = true\ndirection = "push"\n{where}'
     )
-    agents = build_mnem("agents", config.providers["agents"], config)  # type: ignore[arg-type]
+    agents = build_mnem("agents", config.providers["agents"], config, held=held)  # type: ignore[arg-type]
     bases: dict[str, Any] = {"mem0": Team("mem0", users, per_user), "agents": agents}
     with StagingStore.open(root / "staging.db") as store:
         started = time.perf_counter()
@@ -129,8 +130,8 @@ def dates_child(nodes: int, dated: str) -> None:
     from memsync.engine.report import SyncOptions
     from memsync.providers.base import Provider
     from memsync.providers.memory import MemoryProvider
+    from memsync.providers.mnem.factory import build as build_mnem
     from memsync.providers.mnem.provider import MnemProvider
-    from memsync.providers.mnem.provider import build as build_mnem
     from memsync.staging import StagingStore
 
     root = Path(tempfile.mkdtemp(prefix="memsync-bench-dates-"))

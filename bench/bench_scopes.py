@@ -52,7 +52,7 @@ def child(scopes: int, per_scope: int, target: str) -> None:
     from memsync.orchestration.scopes.cycle import run_scoped_cycle
     from memsync.orchestration.scopes.discovery import Discovery
     from memsync.providers.memory import MemoryProvider, MemoryStore
-    from memsync.providers.mnem.provider import build as build_mnem
+    from memsync.providers.mnem.factory import build as build_mnem
     from memsync.staging import StagingStore
 
     class ScopedSource(SyntheticProvider):

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 from memsync.engine.report import CycleReport, ProviderOutcome
+from memsync.orchestration.daemon.jobs import summarize
 from memsync.orchestration.daemon.logging import OneLineFormatter, Redactor, journal_attached
 from memsync.orchestration.daemon.notify import Notifier
-from memsync.orchestration.daemon.service import summarize
 from tests.conftest import run_memsync, subprocess_env, write_config
 
 CONFIG = """

@@ -26,7 +26,7 @@ from memsync.base.records import Outgoing, parse_instant
 from memsync.config import parse_config
 from memsync.providers import build_provider
 from memsync.providers.base import Provider, WriteOp
-from memsync.providers.mnem.batch import NodeIdCollision
+from memsync.providers.mnem.batch_plan import NodeIdCollision
 from memsync.providers.mnem.convert import CONTENT_JSON_KEY
 from memsync.providers.mnem.handle import StagedChangesPresent
 from memsync.providers.mnem.provider import MnemProvider

@@ -1,8 +1,8 @@
 """One mnem handle shared by the daemon's cycles and the agents it serves: an agent's write never
 lands inside memsync's batch, never waits for a whole batch, and is never overwritten blind.
 
-On the real SDK, in this process: the daemon's side is ``HELD`` turned on, memsync's side a
-``MnemProvider`` borrowing the store, the agent's side an operation run in the store's lane as the
+On the real SDK, in this process: the daemon's side is its held stores (``HELD``), memsync's side
+a ``MnemProvider`` borrowing the store from them, the agent's side an operation run in the store's lane as the
 daemon runs a served request.
 """
 
@@ -19,11 +19,13 @@ import pytest
 from memsync.base.records import Outgoing
 from memsync.providers.base import WriteOp
 from memsync.providers.mnem.batch import BatchWrite
-from memsync.providers.mnem.held import HELD, HeldStore, Lane
+from memsync.providers.mnem.held import HeldStore, HeldStores, Lane
 from memsync.providers.mnem.meanwhile import ChangedMeanwhile
 from memsync.providers.mnem.provider import MnemProvider
 from tests.mnem_sdk import real_sdk
 from tests.test_live_watch import DEADLINE, init_store, wait_until
+
+HELD = HeldStores()  # the daemon's held stores, as this process plays the daemon
 
 
 @pytest.fixture
@@ -31,16 +33,14 @@ def shared(tmp_path: Path) -> Iterator[Path]:
     """Sharing on, as in the daemon, and a store to share."""
     real_sdk()
     store = init_store(tmp_path / "memory")
-    HELD.enabled = True
     try:
         yield store
     finally:
-        HELD.enabled = False
         HELD.let_go_of_idle()
 
 
 def borrowed(path: Path) -> MnemProvider:
-    provider = MnemProvider("mnem", path, sdk=real_sdk())
+    provider = MnemProvider("mnem", path, sdk=real_sdk(), held=HELD)
     provider.open()
     assert isinstance(provider.store, HeldStore)
     provider.listing()  # what a cycle reads first: the head others' commits are counted from
@@ -223,11 +223,11 @@ def test_in_a_held_team_store_the_run_keeps_one_account_memsyncs_commits_not_cou
     bob's namespace is, and bob's write to that node waits for the next cycle."""
     from memsync.base.scopes import Scope
     from memsync.config import parse_config
-    from memsync.providers.mnem.provider import build as build_mnem
+    from memsync.providers.mnem.factory import build as build_mnem
     from memsync.providers.mnem.shared import ScopeInStore, SharedStore
 
     config = parse_config(TEAM.format(store=shared))
-    base = build_mnem("agents", config.providers["agents"], config)  # type: ignore[arg-type]
+    base = build_mnem("agents", config.providers["agents"], config, held=HELD)  # type: ignore[arg-type]
     team = SharedStore(base)
     alice, bob = (
         ScopeInStore("agents", team, Scope.of({"user_id": user}), scope_key=user)

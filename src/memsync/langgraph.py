@@ -34,26 +34,8 @@ from langgraph.store.base import (
     SearchOp,
 )
 
+from memsync.base.mnem_items import item_node_id, provenance_of
 from memsync.orchestration.serve.client import StoreClient
-
-_META = "_meta"
-
-
-def _node_id(namespace: tuple[str, ...], key: str) -> str:
-    return ":".join([*namespace, key])
-
-
-def _provenance_kwargs(value: Mapping[str, Any]) -> dict[str, Any]:
-    meta = value.get(_META, {})
-    if not isinstance(meta, dict):
-        return {}
-    return {
-        "source": meta.get("source"),
-        "step": meta.get("step"),
-        "observation": meta.get("observation"),
-        "tool_call": meta.get("tool_call"),
-        "note": meta.get("note"),
-    }
 
 
 def _timestamp(event_time: int | None) -> datetime:
@@ -102,7 +84,7 @@ class MnemosyneStore(BaseStore):
         raise NotImplementedError(msg)
 
     def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
-        node = self._client.call("recall", id=_node_id(namespace, key))
+        node = self._client.call("recall", id=item_node_id(namespace, key))
         if node is None:
             return None
         ts = _timestamp(node.get("event_time"))
@@ -111,7 +93,7 @@ class MnemosyneStore(BaseStore):
         )
 
     def _put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any] | None) -> None:
-        node_id = _node_id(namespace, key)
+        node_id = item_node_id(namespace, key)
         if value is None:
             self._client.call("forget", id=node_id, author=self._author)
             return
@@ -121,7 +103,7 @@ class MnemosyneStore(BaseStore):
             content=value,
             author=self._author,
             summary=f"put {node_id}",
-            **_provenance_kwargs(value),
+            **provenance_of(value),
         )
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
@@ -166,7 +148,7 @@ class MnemosyneStore(BaseStore):
 
     def why(self, namespace: tuple[str, ...], key: str) -> mnem.Blame:
         """The commit and provenance that set this memory's current value."""
-        blame = self._client.call("why", id=_node_id(namespace, key))
+        blame = self._client.call("why", id=item_node_id(namespace, key))
         return mnem.Blame(
             commit=blame["commit"], node=_memory_node(blame["node"]), time=blame["time"]
         )

@@ -1,16 +1,68 @@
-"""How a LangGraph item is a mnem node: the namespace separator and namespace templates.
+"""How a LangGraph item is a mnem node: the one place its vocabulary is spelled.
 
-mnem-langgraph names a node ``":".join([*namespace, key])``; a team's store holds each scope in
-the namespace its template names (``["memories", "{user_id}"]``).
+mnem-langgraph names a node ``":".join([*namespace, key])`` (``item_node_id``; back with
+``item_of``) and lifts the value's ``_meta`` into mnem's Provenance (``META_FIELDS``,
+``provenance_of``). A team's store holds each scope in the namespace its template names
+(``["memories", "{user_id}"]``). The sync's layouts (``providers/mnem/layouts``), the served
+operations (``orchestration/serve/ops``) and ``memsync.langgraph`` all speak it from here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from memsync.base.scopes import SCOPE_KEYS, HostileScope, Scope
 
 NAMESPACE_SEPARATOR = ":"  # mnem-langgraph joins namespace and key with it into a node id
+META = "_meta"  # a value's provenance, as mnem-langgraph reads and writes it
+# _meta's keys that mnem-langgraph lifts into mnem's Provenance, and the field each one fills.
+META_FIELDS = {
+    "source": "source",
+    "step": "agent_step",
+    "observation": "observation",
+    "tool_call": "tool_call",
+    "note": "note",
+}
+
+
+# --- items as nodes ------------------------------------------------------------------------
+
+
+def item_node_id(namespace: Sequence[str], key: str) -> str:
+    """The node a LangGraph item is: ``":".join([*namespace, key])``, as mnem-langgraph joins it."""
+    return NAMESPACE_SEPARATOR.join([*namespace, key])
+
+
+def item_of(node_id: str) -> tuple[tuple[str, ...], str]:
+    """A node's LangGraph namespace and key, as mnem-langgraph splits its id (the last
+    segment is the key)."""
+    namespace, _, key = node_id.rpartition(NAMESPACE_SEPARATOR)
+    return (tuple(namespace.split(NAMESPACE_SEPARATOR)) if namespace else ()), key
+
+
+def namespace_id(namespace: Sequence[str]) -> str:
+    """A namespace spelled as node ids spell it before their key (``"memories:alice"``)."""
+    return NAMESPACE_SEPARATOR.join(namespace)
+
+
+def namespace_id_of(node_id: str) -> str:
+    """The namespace part of a node id, spelled as ``namespace_id`` spells it (no split: a
+    run groups every node of a store by it)."""
+    return node_id.rpartition(NAMESPACE_SEPARATOR)[0]
+
+
+def provenance_of(value: Mapping[str, Any]) -> dict[str, Any]:
+    """What a value's ``_meta`` lifts into mnem's Provenance, by ``_meta`` key (the keyword
+    arguments of ``mnem.agents.remember``), as mnem-langgraph's ``put`` lifts it; ``{}`` when
+    ``_meta`` is not a dict."""
+    meta = value.get(META, {})
+    if not isinstance(meta, dict):
+        return {}
+    return {key: meta.get(key) for key in META_FIELDS}
+
+
+# --- namespace templates: a scope per namespace --------------------------------------------
 
 
 def namespace_keys(template: Sequence[str]) -> tuple[str, ...]:
@@ -60,7 +112,8 @@ def fill_namespace(template: Sequence[str], scope: Scope, *, provider: str) -> t
                 raise HostileScope(
                     f"scope {scope.label}: refused: {key} {value!r} {problem}, so it cannot "
                     f"name a LangGraph namespace in providers.{provider}.layout (mnem-langgraph "
-                    "joins namespace segments with ':'); nothing was written for this scope"
+                    f"joins namespace segments with {NAMESPACE_SEPARATOR!r}); nothing was written "
+                    "for this scope"
                 )
             filled.append(value)
         else:
@@ -71,11 +124,11 @@ def fill_namespace(template: Sequence[str], scope: Scope, *, provider: str) -> t
 def place_in_namespace(template: Sequence[str], node_id: str) -> dict[str, str] | None:
     """The scope values a node id's namespace names under TEMPLATE (``{}`` for a template
     without placeholders), or None when the node lies outside every namespace it names."""
-    parts = node_id.split(NAMESPACE_SEPARATOR)
-    if len(parts) != len(template) + 1 or not parts[-1]:
+    namespace, key = item_of(node_id)
+    if len(namespace) != len(template) or not key:
         return None
     values: dict[str, str] = {}
-    for segment, part in zip(template, parts, strict=False):
+    for segment, part in zip(template, namespace, strict=True):
         if segment.startswith("{") and segment.endswith("}"):
             key = segment[1:-1]
             if not part or values.get(key, part) != part:

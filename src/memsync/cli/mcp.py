@@ -35,7 +35,7 @@ def mcp(app: App, store: str | None, tools: str) -> None:
     In the agent's MCP config, the command changes and nothing else:
       "command": "memsync", "args": ["mcp", "--store", "/home/me/agents/memory"]
     """
-    try:
+    try:  # only here: mcp and the mnem SDK are optional, needed by this command alone
         import mnem
 
         from memsync.orchestration.serve.mcp import build_server

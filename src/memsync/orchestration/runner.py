@@ -20,18 +20,22 @@ from memsync.engine.from_config import build_engine
 from memsync.engine.report import CycleReport, ProviderOutcome, ProviderState, SyncOptions
 from memsync.orchestration.scopes.cycle import run_scoped_cycle
 from memsync.providers import Provider, build_provider
+from memsync.providers.mnem.held import HeldStores
 from memsync.staging import StagingStore
 
 log = logging.getLogger(__name__)
 
 
-def build_all(config: Config) -> tuple[dict[str, Provider], dict[str, str]]:
-    """Every configured provider that can be built here, and why the others cannot."""
+def build_all(
+    config: Config, *, held: HeldStores | None = None
+) -> tuple[dict[str, Provider], dict[str, str]]:
+    """Every configured provider that can be built here, and why the others cannot (``held``:
+    the daemon's held stores, lent to the providers it builds)."""
     providers: dict[str, Provider] = {}
     broken: dict[str, str] = {}
     for name in config.providers:
         try:
-            providers[name] = build_provider(name, config)
+            providers[name] = build_provider(name, config, held=held)
         except MemsyncError as exc:
             broken[name] = str(exc)
     return providers, broken
@@ -58,12 +62,14 @@ def run_sync(
     lock_wait: float = 30.0,
     only_scopes: Iterable[Scope] | None = None,
     observer: CycleObserver | None = None,
+    held: HeldStores | None = None,
 ) -> CycleReport:
     """One cycle under the cycle lock; a provider that cannot be built is reported, not fatal.
 
     ``only_scopes``: on a config with wildcard scopes, only these scopes are synced.
+    ``held``: the daemon's held stores (its mnem providers borrow their store there).
     """
-    providers, broken = build_all(config)
+    providers, broken = build_all(config, held=held)
     if config.sync.active in broken:
         raise MemsyncError(
             f"the active backend {config.sync.active!r} cannot be used: "

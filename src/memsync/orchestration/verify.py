@@ -205,10 +205,19 @@ def verify_in_scope(
 
 
 def verify_pair(
-    config: Config, database: Path, a: str, b: str, *, stop: threading.Event | None = None
+    config: Config,
+    database: Path,
+    a: str,
+    b: str,
+    *,
+    bases: Mapping[str, Provider] | None = None,
+    stop: threading.Event | None = None,
 ) -> VerifyReport | ScopedVerifyReport:
     """What `memsync verify A B` does: every scope of a wildcard config, else the two
-    providers as configured; recorded for the readiness view either way."""
+    providers as configured (``bases``: A and B built already); recorded for the readiness
+    view either way."""
     if scoped_config_keys(config.providers):
-        return verify_every_scope(config, database, a, b, stop=stop)
+        return verify_every_scope(config, database, a, b, bases=bases, stop=stop)
+    if bases is not None:
+        return verify_and_record(bases[a], bases[b], database)
     return verify_in_scope(config, database, a, b)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
 
 from memsync.base.errors import ProviderUnavailable
 from memsync.base.exclude import Exclusion
 from memsync.config import Config, ProviderConfig
 from memsync.providers.base import Provider
+from memsync.providers.mnem.held import HeldStores
 
 # type -> "module:function" building a Provider from (name, config, Config). Imported lazily:
 # a type's heavy dependency (mem0ai, mnem) is only needed when that type is configured.
@@ -18,14 +18,19 @@ FACTORIES: dict[str, str] = {
     "mem0-oss": "memsync.providers.mem0.oss:build",
     "mem0-server": "memsync.providers.mem0.server:build",
     "mem0-platform": "memsync.providers.mem0.platform:build",
-    "mnem": "memsync.providers.mnem.provider:build",
+    "mnem": "memsync.providers.mnem.factory:build",
     "hindsight": "memsync.providers.hindsight.provider:build",
     "cognee": "memsync.providers.cognee.provider:build",
 }
+# The types whose providers borrow their store from the daemon's held stores (``held=``).
+BORROW_HELD = frozenset({"mnem"})
 
 
-def build_provider(name: str, config: Config) -> Provider:
-    """The provider called NAME, ready to open; ProviderUnavailable if its type can't run here."""
+def build_provider(name: str, config: Config, *, held: HeldStores | None = None) -> Provider:
+    """The provider called NAME, ready to open; ProviderUnavailable if its type can't run here.
+
+    ``held``: the stores the daemon holds open and lends (``providers/mnem/held``); None in
+    any other process, whose providers open their own."""
     entry: ProviderConfig = config.provider(name)
     target = FACTORIES[entry.type]
     module_name, _, function = target.partition(":")
@@ -38,8 +43,11 @@ def build_provider(name: str, config: Config) -> Provider:
                 "memsync yet"
             ) from None
         raise
-    factory: Callable[[str, Any, Config], Provider] = getattr(module, function)
-    provider = factory(name, entry, config)
+    factory: Callable[..., Provider] = getattr(module, function)
+    if held is not None and entry.type in BORROW_HELD:
+        provider = factory(name, entry, config, held=held)
+    else:
+        provider = factory(name, entry, config)
     provider.exclusion = Exclusion.of(entry)
     return provider
 

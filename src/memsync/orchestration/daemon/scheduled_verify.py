@@ -30,6 +30,8 @@ from memsync.base.records import parse_instant
 from memsync.config import Config
 from memsync.engine.verify import record_verify_failure
 from memsync.orchestration.verify import verify_pair
+from memsync.providers import build_provider
+from memsync.providers.mnem.held import HeldStores
 from memsync.staging import StagingStore
 
 log = logging.getLogger("memsync.daemon")
@@ -64,8 +66,10 @@ def run_scheduled_verify(
     *,
     stop: threading.Event | None = None,
     lock_wait: float = LOCK_WAIT,
+    held: HeldStores | None = None,
 ) -> list[PairVerified]:
-    """Verify every linked pair under the cycle lock; each result is recorded."""
+    """Verify every linked pair under the cycle lock; each result is recorded. ``held``: the
+    daemon's held stores, which its mnem providers borrow their store from."""
     lock = cycle_lock(paths)
     lock.acquire(timeout=lock_wait)
     try:
@@ -74,17 +78,23 @@ def run_scheduled_verify(
         for a, b in linked_pairs(config):
             if stop is not None and stop.is_set():
                 break
-            results.append(_verify_one(paths, config, a, b, stop))
+            results.append(_verify_one(paths, config, a, b, stop, held))
         return results
     finally:
         lock.release()
 
 
 def _verify_one(
-    paths: Paths, config: Config, a: str, b: str, stop: threading.Event | None
+    paths: Paths,
+    config: Config,
+    a: str,
+    b: str,
+    stop: threading.Event | None,
+    held: HeldStores | None,
 ) -> PairVerified:
     try:
-        report = verify_pair(config, paths.database, a, b, stop=stop)
+        bases = {name: build_provider(name, config, held=held) for name in (a, b)}
+        report = verify_pair(config, paths.database, a, b, bases=bases, stop=stop)
     except MemsyncError as exc:
         record_verify_failure(paths.database, a, b, str(exc))  # red on the page too
         return PairVerified(a, b, False, error=str(exc))
@@ -94,11 +104,17 @@ def _verify_one(
     return PairVerified(a, b, report.reconciled, differences)
 
 
-def verify_job(paths: Paths, current: Callable[[], Config], stop: threading.Event) -> None:
+def verify_job(
+    paths: Paths,
+    current: Callable[[], Config],
+    stop: threading.Event,
+    *,
+    held: HeldStores | None = None,
+) -> None:
     """One scheduled run, as the daemon's scheduler calls it: its outcome in one log line."""
     config = current()
     try:
-        results = run_scheduled_verify(paths, config, stop=stop)
+        results = run_scheduled_verify(paths, config, stop=stop, held=held)
     except LockHeld as exc:
         log.info("scheduled verify skipped: %s; it runs again next interval", exc)
         return

@@ -10,7 +10,9 @@ One foreground process that systemd (or any supervisor) runs:
   providers and scopes that changed (``scopes/triggers.py``).
 - The mnem stores it syncs are served to agents on a local socket (``orchestration/serve``): while
   an agent uses one through memsync's clients, the daemon holds its one handle, and its own
-  cycles use that handle too (``providers/mnem/shared``); each agent write starts a cycle.
+  cycles use that handle too: the daemon's held stores (``providers/mnem/held``) are passed to
+  the server and to every job that builds providers (``daemon/jobs``); each agent write starts
+  a cycle.
 - The config's directory is watched (editors replace files on save) and SIGHUP asks the
   same: the new file is parsed and validated first, and a broken one is logged while the
   running config keeps going.
@@ -38,26 +40,25 @@ from typing import TYPE_CHECKING
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from memsync.base.errors import ConfigError, LockHeld, MemsyncError
-from memsync.base.lock import daemon_lock, is_locked
+from memsync.base.errors import ConfigError, MemsyncError
+from memsync.base.lock import daemon_lock
 from memsync.base.paths import Paths
 from memsync.base.signal_inbox import SignalInbox, blocked_in_new_threads
-from memsync.config import Config, MnemConfig, load_config
+from memsync.config import Config, load_config
 from memsync.config.address import parse_listen
-from memsync.engine.report import CycleReport, SyncOptions
-from memsync.orchestration.backups import last_backup_time, take_backups
+from memsync.orchestration.backups import last_backup_time
 from memsync.orchestration.daemon import scheduled_verify
 from memsync.orchestration.daemon.folded_runs import FoldedRuns
+from memsync.orchestration.daemon.jobs import Jobs
 from memsync.orchestration.daemon.logging import Redactor, secrets_in
 from memsync.orchestration.daemon.notify import Notifier
 from memsync.orchestration.live.triggers import Live
 from memsync.orchestration.live.watch import Hint
-from memsync.orchestration.runner import run_sync
-from memsync.orchestration.scopes.report import incomplete_discoveries
+from memsync.orchestration.serve.place import serves_any
 from memsync.orchestration.ui.metrics import Metrics
 from memsync.orchestration.ui.server import UiServer
 from memsync.providers.mem0.server_tokens import require_lasting_credentials
-from memsync.providers.mnem.held import HELD
+from memsync.providers.mnem.held import HeldStores
 from memsync.staging.store import checkpoint
 
 if TYPE_CHECKING:
@@ -68,34 +69,12 @@ log = logging.getLogger("memsync.daemon")
 STOP_GRACE = 8.0  # seconds a stop waits for the job in flight; systemd allows 10 more
 TICK = 0.5  # the main loop's longest sleep: reload latency and watchdog granularity
 HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-_VERDICT = {0: "ok", 1: "needs attention", 6: "deletes refused"}
 
 
 @dataclass
 class StopResult:
     exit_code: int
     jobs_left_running: bool  # a job ignored the stop; the caller must not wait for its thread
-
-
-def summarize(report: CycleReport, seconds: float) -> str:
-    """One line for the log and systemd's STATUS: verdict, time, per-provider states, writes."""
-    verdict = "interrupted" if report.interrupted else _VERDICT.get(report.exit_code, "failed")
-    taking_part = {n: o for n, o in report.providers.items() if o.state != "skipped"}
-    ok = sum(1 for o in taking_part.values() if o.state == "ok")
-    others = [f"{n} {o.state}" for n, o in taking_part.items() if o.state != "ok"]
-    written = sum(o.written for o in taking_part.values())
-    parts = [", ".join([f"{ok} provider{'' if ok == 1 else 's'} ok", *others])]
-    if written:
-        parts.append(f"wrote {written}")
-    if report.failures:
-        parts.append(f"{len(report.failures)} failed")
-    open_conflicts = sum(1 for c in report.conflicts if c.state == "open")
-    if open_conflicts:
-        parts.append(f"{open_conflicts} open conflict(s)")
-    if report.waiting:
-        parts.append(f"{report.waiting} waiting")
-    parts += incomplete_discoveries(getattr(report, "discovery", {})).values()
-    return f"sync #{report.run_id} {verdict} in {seconds:.1f}s: " + "; ".join(parts)
 
 
 class Daemon:
@@ -114,13 +93,22 @@ class Daemon:
         self.redactor = redactor
         self.stop = threading.Event()
         self._reload_pending = threading.Event()
-        self._jobs = threading.Condition()
-        self._running_jobs = 0
-        self._backup_after_first_sync = False
         self.ui: UiServer | None = None
         self.live: Live | None = None  # watched and probed stores: hinted cycles
         self.serve: StoreServer | None = None  # mnem stores served to agents
+        # The mnem stores held open for everyone in the daemon: the agents it serves and every
+        # provider its jobs build (mnem allows one handle per store).
+        self.held = HeldStores()
         self.metrics = Metrics(paths)  # /metrics on the status page's server
+        self.jobs = Jobs(
+            paths,
+            lambda: self.config,
+            self.stop,
+            held=self.held,
+            metrics=self.metrics,
+            notifier=self.notifier,
+            run_soon=self._run_soon,
+        )
         self.folded_runs = FoldedRuns()  # a job longer than its interval: one info line
         self.scheduler = BackgroundScheduler(
             timezone=UTC,
@@ -144,19 +132,20 @@ class Daemon:
             self.redactor.update(secrets_in(config))
         now = datetime.now(UTC)
         self.scheduler.add_job(
-            self._guarded("sync", self._sync_job),
+            self.jobs.guarded("sync", self.jobs.sync),
             IntervalTrigger(seconds=config.sync.interval, timezone=UTC),
             id="sync",
             next_run_time=now,
         )
         self.scheduler.add_job(
-            self._guarded("backup", self._backup_job),
+            self.jobs.guarded("backup", self.jobs.backup),
             IntervalTrigger(seconds=config.backup.interval, timezone=UTC),
             id="backup",
             next_run_time=self._first_backup_time(now),
         )
         scheduled_verify.install(self.scheduler, self._verify_job, self.paths, config, now)
-        self.live = Live(self.paths, config, self.stop, guard=self._guarded)
+        self.live = Live(self.paths, config, self.stop, guard=self.jobs.guarded, held=self.held)
+        self.jobs.live = self.live  # every cycle's observer
         self.live.start()  # before the first sync, which keeps what the probes answer
         self._start_serving()
         self.scheduler.start()
@@ -190,17 +179,16 @@ class Daemon:
         )
 
     def _start_serving(self) -> None:
-        """Serve the mnem stores memsync syncs to agents (``orchestration/serve``). Everyone in the
-        daemon then shares one handle per store: its cycles, the agents it serves."""
-        HELD.enabled = True
-        if self.serve is not None or not any(
-            isinstance(entry, MnemConfig) for entry in self.config.providers.values()
-        ):
+        """Serve the mnem stores memsync syncs to agents (``orchestration/serve``), through the
+        daemon's held stores: one handle per store for its cycles and the agents it serves."""
+        if self.serve is not None or not serves_any(self.config):
             return  # no mnem store to serve (a reload that adds one starts serving then)
         try:
             from memsync.orchestration.serve.server import StoreServer  # needs the mnem SDK
 
-            server = StoreServer(self.paths, self.config, on_write=self._served_write)
+            server = StoreServer(
+                self.paths, self.config, held=self.held, on_write=self._served_write
+            )
             server.start()
         except (ImportError, OSError) as exc:
             log.warning(
@@ -219,7 +207,7 @@ class Daemon:
         """Due one interval after the newest backup; with none yet, right after the first sync."""
         last = last_backup_time(self.paths.backups_dir)
         if last is None:
-            self._backup_after_first_sync = True
+            self.jobs.backup_after_first_sync = True
             return now + timedelta(seconds=self.config.backup.interval)
         return max(now, last + timedelta(seconds=self.config.backup.interval))
 
@@ -253,10 +241,7 @@ class Daemon:
             self.serve.close(grace=STOP_GRACE / 2)
         if self.ui is not None:
             self.ui.stop(grace=0)  # its open connections close; its requests share the grace
-        with self._jobs:
-            idle = self._jobs.wait_for(
-                lambda: self._running_jobs == 0, timeout=max(0.0, deadline - time.monotonic())
-            )
+        idle = self.jobs.wait_idle(deadline - time.monotonic())
         if self.ui is not None and not self.ui.wait_answered(deadline - time.monotonic()):
             idle = False
         if not idle:
@@ -266,7 +251,7 @@ class Daemon:
                 STOP_GRACE,
             )
             return StopResult(0, jobs_left_running=True)
-        HELD.let_go_of_idle()  # the agents' clients take their stores back
+        self.held.let_go_of_idle()  # the agents' clients take their stores back
         self._checkpoint()
         log.info("stopped")
         return StopResult(0, jobs_left_running=False)
@@ -280,95 +265,12 @@ class Daemon:
         except sqlite3.Error as exc:
             log.warning("could not checkpoint the staging database: %s", exc)
 
-    # jobs ----------------------------------------------------------------------------------
-
-    def _guarded(self, name: str, job: Callable[[], None]) -> Callable[[], None]:
-        """The job, counted while it runs (a stop waits for it), never raising into APScheduler."""
-
-        def run() -> None:
-            with self._jobs:
-                self._running_jobs += 1
-            try:
-                if not self.stop.is_set():
-                    job()
-            except Exception:
-                log.exception("%s job failed unexpectedly; it runs again next interval", name)
-            finally:
-                with self._jobs:
-                    self._running_jobs -= 1
-                    self._jobs.notify_all()
-
-        return run
-
-    def _sync_job(self) -> None:
-        config = self.config
-        started = time.monotonic()
-        try:
-            report = self._cycle(config)
-        except LockHeld as exc:
-            self.metrics.cycle_not_run("busy")
-            log.warning("sync skipped: %s; trying again next interval", exc)
-            return
-        except MemsyncError as exc:
-            self.metrics.cycle_not_run("failed")
-            log.error("sync failed: %s", exc)
-            self.notifier.status(f"last sync failed: {exc}")
-            return
-        self.metrics.cycle_ended(report.run_id, per_scope=config.metrics.per_scope)
-        line = summarize(report, time.monotonic() - started)
-        log.log(logging.INFO if report.exit_code == 0 else logging.WARNING, "%s", line)
-        for name, outcome in report.providers.items():
-            if outcome.mirror and outcome.mirror.refused:
-                gate = "rollbacks" if outcome.mirror.refused_by == "rollbacks" else "deletes"
-                log.warning(  # the reason says how to confirm or settle it
-                    "sync #%d: %s: %s REFUSED: %s",
-                    report.run_id,
-                    name,
-                    gate,
-                    outcome.mirror.refused,
-                )
-        for failure in report.provider_failures():  # one line each (sync/failures.py)
-            # busy is normal for a while: sync/unsynced.py raises its voice once it has lasted
-            level = logging.INFO if failure.busy else logging.WARNING
-            log.log(level, "sync #%d: %s", report.run_id, failure.line())
-        self.notifier.status(line)
-        if self._backup_after_first_sync and not self.stop.is_set():
-            self._backup_after_first_sync = False
-            self._run_soon("backup")
-
-    def _cycle(self, config: Config) -> CycleReport:
-        """run_sync, after waiting (stoppably, within reason) for a manual `memsync sync`."""
-        patience = time.monotonic() + max(5.0, min(config.sync.interval, 300.0))
-        while is_locked(self.paths.lock_file) and time.monotonic() < patience:
-            if self.stop.wait(0.2):
-                break
-        options = SyncOptions(stop=self.stop)
-        return run_sync(self.paths, config, options, lock_wait=1.0, observer=self.live)
-
-    def _backup_job(self) -> None:
-        config = self.config
-        for outcome in take_backups(self.paths, config):
-            if outcome.error:
-                log.error("backup of %s failed: %s", outcome.provider, outcome.error)
-            elif outcome.skipped:
-                log.info("backup of %s skipped: %s", outcome.provider, outcome.skipped)
-            else:
-                removed = f", removed {len(outcome.removed)} older" if outcome.removed else ""
-                log.info(
-                    "backup of %s: %d memories to %s%s",
-                    outcome.provider,
-                    outcome.count,
-                    outcome.path,
-                    removed,
-                )
+    # jobs (``daemon/jobs.py``) -----------------------------------------------------------
 
     @property
     def _verify_job(self) -> Callable[[], None]:
-        """The scheduled verify (``daemon/scheduled_verify.py``), counted like every job."""
-        return self._guarded(
-            "verify",
-            lambda: scheduled_verify.verify_job(self.paths, lambda: self.config, self.stop),
-        )
+        """The scheduled verify, counted like every job."""
+        return self.jobs.guarded("verify", self.jobs.verify)
 
     def _run_soon(self, job_id: str) -> None:
         """Run a job now, unless the scheduler is shutting down or the job is gone."""

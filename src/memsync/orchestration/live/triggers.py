@@ -58,6 +58,7 @@ from memsync.orchestration.runner import run_sync
 from memsync.orchestration.scopes.report import incomplete_discoveries
 from memsync.providers import build_provider
 from memsync.providers.base import Provider
+from memsync.providers.mnem.held import HeldStores
 from memsync.staging import StagingStore
 
 log = logging.getLogger("memsync.live")
@@ -102,6 +103,7 @@ class Live:
         guard: Guard | None = None,
         build: Callable[[str, Config], Provider] = build_provider,
         watch: Callable[..., object] | None = None,
+        held: HeldStores | None = None,
     ) -> None:
         self.paths = paths
         self.config = config
@@ -109,6 +111,7 @@ class Live:
         self.guard: Guard = guard or (lambda _name, job: job)
         self.build = build
         self.watch_function = watch
+        self.held = held  # the daemon's held stores: its hinted cycles borrow mnem stores there
         self._lock = threading.Lock()
         self._asking = threading.Lock()  # one probe at a time (the loop's, a full pass's)
         self._wake = threading.Event()
@@ -159,7 +162,7 @@ class Live:
 
     def _configure(self, config: Config) -> None:
         sync = config.sync
-        stores = local_stores(config) if sync.watch else []
+        stores = local_stores(config, self.held) if sync.watch else []
         probes: list[Probe] = []
         if sync.probe is not None:
             probes = probes_for(config, lambda name: self.build(name, config))
@@ -425,6 +428,7 @@ class Live:
                 lock_wait=LOCK_WAIT,
                 only_scopes=only_scopes,
                 observer=_RunObserver(self, tokens),
+                held=self.held,
             )
         except LockHeld:  # a cycle started meanwhile: once it is done, look again
             with self._lock:

@@ -36,6 +36,7 @@ from memsync.base.scopes import HostileScope, Scope, fill_template, template_key
 from memsync.config import Config, Mem0OssConfig, MnemConfig, PmmDirConfig
 from memsync.config.scoping import is_template, scoped_config_keys
 from memsync.orchestration.scopes.discovery import scope_from_pmm_key
+from memsync.providers.mnem.held import HeldStores
 
 log = logging.getLogger("memsync.watch")
 
@@ -138,17 +139,18 @@ def _within(path: Path, root: Path) -> bool:
     return True
 
 
-def mnem_settled(store: Path, token: str) -> Signature:
+def mnem_settled(store: Path, token: str, held: HeldStores | None = None) -> Signature:
     """The content of the mnem store at STORE, if its head is still TOKEN with nothing staged
     and nothing was written while memsync looked (the content before and after agree).
 
-    Opened without waiting: a store someone holds is in use, and that is for a cycle to see.
+    Opened without waiting: a store someone holds is in use, and that is for a cycle to see
+    (in the daemon, borrowed from its HELD stores, which hold it for the agents it serves).
     """
     from memsync.base.errors import MemsyncError
     from memsync.providers.mnem.provider import MnemProvider
 
     before = content_signature(store)
-    handle = MnemProvider("watch", store, busy_timeout=0.0)
+    handle = MnemProvider("watch", store, busy_timeout=0.0, held=held)
     try:
         handle.open()
         head = handle.left_token()
@@ -163,6 +165,10 @@ def mnem_settled(store: Path, token: str) -> Signature:
 class MnemStore(LocalStore):
     """A mnem store at a fixed path: its ``.mnem`` directory."""
 
+    def __init__(self, provider: str, root: Path, held: HeldStores | None = None) -> None:
+        super().__init__(provider, root)
+        self.held = held
+
     def hint_for(self, path: Path) -> Hint | None:
         return Hint(self.provider) if _within(path, self.root / ".mnem") else None
 
@@ -170,15 +176,16 @@ class MnemStore(LocalStore):
         return content_signature(self.root)
 
     def settled(self, scope: Scope | None, token: str) -> Signature:
-        return mnem_settled(self.root, token)
+        return mnem_settled(self.root, token, self.held)
 
 
 class MnemTemplate(LocalStore):
     """Every mnem store a path template names (one per scope), watched from the template's root,
     so that a store made after the daemon started is watched as soon as it appears."""
 
-    def __init__(self, provider: str, template: Path) -> None:
+    def __init__(self, provider: str, template: Path, held: HeldStores | None = None) -> None:
         super().__init__(provider, template_root(template))
+        self.held = held
         self.template = template
         self.keys = template_keys(str(template))
         self.pattern = _template_pattern(template)
@@ -205,7 +212,7 @@ class MnemTemplate(LocalStore):
 
     def settled(self, scope: Scope | None, token: str) -> Signature:
         path = self._store_of(scope)
-        return None if path is None else mnem_settled(path, token)
+        return None if path is None else mnem_settled(path, token, self.held)
 
     def _store_of(self, scope: Scope | None) -> Path | None:
         if scope is None:
@@ -271,16 +278,17 @@ class Mem0LocalStore(LocalStore):
         return signature_of(self.root, keep=lambda name: name != ".lock")
 
 
-def local_stores(config: Config) -> list[LocalStore]:
-    """Every configured provider whose data lives in local files, as a store to watch."""
+def local_stores(config: Config, held: HeldStores | None = None) -> list[LocalStore]:
+    """Every configured provider whose data lives in local files, as a store to watch (``held``:
+    the daemon's held stores, which a look into a mnem store borrows it from)."""
     keys = scoped_config_keys(config.providers)
     stores: list[LocalStore] = []
     for name, entry in config.providers.items():
         if isinstance(entry, MnemConfig):
             if is_template(entry):
-                stores.append(MnemTemplate(name, Path(entry.path)))
+                stores.append(MnemTemplate(name, Path(entry.path), held))
             else:
-                stores.append(MnemStore(name, Path(entry.path)))
+                stores.append(MnemStore(name, Path(entry.path), held))
         elif isinstance(entry, PmmDirConfig):
             stores.append(PmmDir(name, Path(entry.path), fixed=entry.scope_key, keys=keys))
         elif isinstance(entry, Mem0OssConfig):

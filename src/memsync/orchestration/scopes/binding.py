@@ -214,6 +214,7 @@ class ScopeBinder:
                 scope_key=scope.pmm_key,
                 busy_timeout=entry.busy_timeout,
                 sdk=getattr(base, "sdk", None),
+                held=getattr(base, "held", None),
             )
         if entry.type == "pmm-dir":
             from memsync.providers.pmm_dir import PmmDirProvider

@@ -31,9 +31,12 @@ from typing import Any
 
 import mnem
 
+from memsync.base.errors import MemsyncError
 from memsync.base.paths import Paths, resolve_paths
+from memsync.config import load_config
 from memsync.orchestration.serve import ops
 from memsync.orchestration.serve.intents import Intents
+from memsync.orchestration.serve.place import place_of, store_root
 from memsync.orchestration.serve.wire import (
     MAX_LINE,
     ServeError,
@@ -178,10 +181,6 @@ class StoreClient:
     def place_args(self) -> dict[str, str]:
         """The provider name and PMM scope key memsync knows this store by (its config), for
         the PMM tools: an export names the scope as a backup of it would."""
-        from memsync.base.errors import MemsyncError
-        from memsync.config import load_config
-        from memsync.orchestration.serve.place import place_of, store_root
-
         root = store_root(self.path)
         if root is None:
             return {}

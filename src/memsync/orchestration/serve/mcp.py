@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from mcp.server import MCPServer
@@ -38,6 +39,7 @@ CODES = {
     "StoreIoError": "store_io",
     "FormatVersionError": "format_version",
 }
+Guard = Callable[..., Any]  # guard(op, **args): the operation's answer, its errors as ToolError
 
 
 def error_code(exc: MnemError) -> str:
@@ -55,7 +57,9 @@ def resolve_store_path(explicit: str | None) -> str:
 def build_server(
     store_path: str | None = None, tools: str = "core", *, paths: Paths | None = None
 ) -> MCPServer:
-    """An ``MCPServer`` for one store, as mnem-mcp's ``build_server`` makes it."""
+    """An ``MCPServer`` for one store, as mnem-mcp's ``build_server`` makes it (the tools in
+    mnem-mcp's order, then memsync's PMM tools, the resources, and with ``all`` the harness
+    tools)."""
     mcp = MCPServer("mnem", instructions=INSTRUCTIONS)
     client = StoreClient(resolve_store_path(store_path), client="memsync mcp", paths=paths)
 
@@ -66,6 +70,18 @@ def build_server(
             raise ToolError(f"{error_code(exc)}: {exc}") from None
         except (ServeError, MemsyncError) as exc:  # memsync's own (a bad PMM document)
             raise ToolError(str(exc)) from None
+
+    _add_write_tools(mcp, guard)
+    _add_read_tools(mcp, guard)
+    _add_portable_tools(mcp, guard, client)
+    _add_resources(mcp, guard)
+    if tools == "all":
+        _add_harness_tools(mcp, guard)
+    return mcp
+
+
+def _add_write_tools(mcp: MCPServer, guard: Guard) -> None:
+    """mnem-mcp's writes: each one commit by the agent."""
 
     @mcp.tool()
     def remember(
@@ -112,6 +128,10 @@ def build_server(
         """Drop a memory from the next snapshot. Past snapshots keep it."""
         answer: dict[str, Any] = guard("forget", id=id, summary=summary)
         return answer
+
+
+def _add_read_tools(mcp: MCPServer, guard: Guard) -> None:
+    """mnem-mcp's reads: memory now and as it stood, and the history that made it."""
 
     @mcp.tool()
     def recall(id: str | None = None) -> dict[str, Any] | None:
@@ -166,6 +186,11 @@ def build_server(
         answer: dict[str, str] = guard("whats_new", commit=commit)
         return answer
 
+
+def _add_portable_tools(mcp: MCPServer, guard: Guard, client: StoreClient) -> None:
+    """OpenMem's PMM tools, on memsync's codec and import (``portable``), the scope named as
+    memsync's config names the store."""
+
     @mcp.tool()
     def memory_export(
         format: str = "jsonl", bank: str | None = None, user_id: str | None = None
@@ -186,6 +211,10 @@ def build_server(
         )
         return answer
 
+
+def _add_resources(mcp: MCPServer, guard: Guard) -> None:
+    """mnem-mcp's resources: the memory, one node, the log, one commit."""
+
     @mcp.resource("mnem://memory")
     def memory_resource() -> str:
         return json.dumps(guard("recall"))
@@ -202,34 +231,34 @@ def build_server(
     def commit_resource(commit: str) -> str:
         return json.dumps(guard("commit_view", commit=commit))
 
-    if tools == "all":
 
-        @mcp.tool()
-        def branch(name: str, start: str | None = None) -> dict[str, Any]:
-            """Fork memory onto a new branch (harness tool)."""
-            answer: dict[str, Any] = guard("branch", name=name, start=start)
-            return answer
+def _add_harness_tools(mcp: MCPServer, guard: Guard) -> None:
+    """mnem-mcp's harness tools (``--tools all``): branches and merges."""
 
-        @mcp.tool()
-        def switch(target: str) -> dict[str, Any]:
-            """Move HEAD to a branch or commit (harness tool)."""
-            answer: dict[str, Any] = guard("switch", target=target)
-            return answer
+    @mcp.tool()
+    def branch(name: str, start: str | None = None) -> dict[str, Any]:
+        """Fork memory onto a new branch (harness tool)."""
+        answer: dict[str, Any] = guard("branch", name=name, start=start)
+        return answer
 
-        @mcp.tool()
-        def merge(
-            theirs: str,
-            resolutions: dict[str, str] | None = None,
-            strategy: str | None = None,
-        ) -> dict[str, Any]:
-            """Merge a branch into the current one (harness tool)."""
-            answer: dict[str, Any] = guard(
-                "merge",
-                theirs=theirs,
-                resolutions=resolutions,
-                strategy=strategy,
-                author=os.environ.get("MNEM_AUTHOR") or "unknown",  # as the SDK would here
-            )
-            return answer
+    @mcp.tool()
+    def switch(target: str) -> dict[str, Any]:
+        """Move HEAD to a branch or commit (harness tool)."""
+        answer: dict[str, Any] = guard("switch", target=target)
+        return answer
 
-    return mcp
+    @mcp.tool()
+    def merge(
+        theirs: str,
+        resolutions: dict[str, str] | None = None,
+        strategy: str | None = None,
+    ) -> dict[str, Any]:
+        """Merge a branch into the current one (harness tool)."""
+        answer: dict[str, Any] = guard(
+            "merge",
+            theirs=theirs,
+            resolutions=resolutions,
+            strategy=strategy,
+            author=os.environ.get("MNEM_AUTHOR") or "unknown",  # as the SDK would here
+        )
+        return answer

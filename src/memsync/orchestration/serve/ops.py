@@ -14,7 +14,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from mnem import MnemError, agents
+from mnem import InvalidRefError, MnemError, agents
+
+from memsync.base.mnem_items import item_of
+from memsync.orchestration.serve import portable
 
 Op = Callable[..., Any]
 LOG_LIMIT = 20  # mnem-mcp's default for history
@@ -163,12 +166,7 @@ def merge(
 
 
 # LangGraph's BaseStore over a store, as mnem-langgraph maps it: namespace + key is the node id
-# ":".join([*namespace, key]); search and list_namespaces read working memory.
-
-
-def split_id(node_id: str) -> tuple[list[str], str]:
-    parts = node_id.split(":")
-    return parts[:-1], parts[-1]
+# (``base/mnem_items``); search and list_namespaces read working memory.
 
 
 def search(
@@ -185,15 +183,15 @@ def search(
     text = (query or "").lower()
     found: list[list[Any]] = []
     for node_id, node in store.working_memory().items():
-        namespace, key = split_id(node_id)
-        if tuple(namespace[: len(wanted)]) != wanted:
+        namespace, key = item_of(node_id)
+        if namespace[: len(wanted)] != wanted:
             continue
         value = node.content if isinstance(node.content, dict) else {"value": node.content}
         if filter and any(value.get(k) != v for k, v in filter.items()):
             continue
         if text and text not in json.dumps(value, default=str).lower():
             continue
-        found.append([namespace, key, value, node.event_time])
+        found.append([list(namespace), key, value, node.event_time])
     return found[offset : offset + limit]
 
 
@@ -209,8 +207,7 @@ def list_namespaces(
     ``{"match_type": "prefix"|"suffix", "path": [...]}``)."""
     seen: set[tuple[str, ...]] = set()
     for node_id in store.working_memory():
-        parts, _ = split_id(node_id)
-        namespace = tuple(parts)
+        namespace, _ = item_of(node_id)
         if max_depth is not None:
             namespace = namespace[:max_depth]
         if namespace and _matches(namespace, conditions or []):
@@ -229,9 +226,7 @@ def _matches(namespace: tuple[str, ...], conditions: list[dict[str, Any]]) -> bo
 
 
 def _invalid_ref(message: str) -> MnemError:
-    import mnem
-
-    error: MnemError = mnem.InvalidRefError(message)
+    error: MnemError = InvalidRefError(message)
     return error
 
 
@@ -251,10 +246,11 @@ OPS: dict[str, Op] = {
     "merge": merge,
     "search": search,
     "list_namespaces": list_namespaces,
+    "memory_export": portable.memory_export,  # memsync's PMM tools beside mnem's own
+    "memory_import": portable.memory_import,
 }
 # Each of these commits (or moves HEAD): the daemon acknowledges it only once mnem has, and
 # marks the store's scope changed.
-PORTABLE = frozenset({"memory_export", "memory_import"})  # serve/portable.py
 WRITES = frozenset(
     {"remember", "remember_many", "forget", "branch", "switch", "merge", "memory_import"}
 )
@@ -263,12 +259,6 @@ WRITES = frozenset(
 def run(store: Any, op: str, args: dict[str, Any]) -> Any:
     """Operation OP on STORE with ARGS (JSON); its answer (JSON). SDK errors pass through."""
     function = OPS.get(op)
-    if function is None and op in PORTABLE:
-        from memsync.orchestration.serve import (
-            portable,  # memsync's PMM import, only when asked for
-        )
-
-        function = getattr(portable, op)
     if function is None:
         raise Unknown(f"unknown operation {op!r}")
     return function(store, **args)

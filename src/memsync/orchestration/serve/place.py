@@ -60,6 +60,11 @@ def store_root(path: str | Path) -> Path | None:
     return None
 
 
+def serves_any(config: Config) -> bool:
+    """Whether the config names a mnem store to serve to agents."""
+    return any(isinstance(entry, MnemConfig) for entry in config.providers.values())
+
+
 def place_of(config: Config, root: Path) -> Place | None:
     """The configured mnem provider (and scope, for a path template) whose store ROOT is."""
     for name, entry in config.providers.items():

@@ -75,9 +75,7 @@ def memory_import(
 
 
 def _provider(store: Any, name: str, scope_key: str | None) -> MnemProvider:
-    provider = MnemProvider.attached(store, name=name, sdk=mnem)
-    provider._scope_key = scope_key
-    return provider
+    return MnemProvider.attached(store, name=name, sdk=mnem, scope_key=scope_key)
 
 
 __all__ = ["memory_export", "memory_import"]

@@ -2,9 +2,9 @@
 
 A client (``memsync mcp``, ``memsync.langgraph.MnemosyneStore``) asks whether the daemon serves
 its store (``serves``: a store of a configured mnem provider), then attaches to it: the daemon
-borrows the store's one handle from the process's held stores (``providers/mnem/held``), so
-its own cycles use the same handle, and keeps it while a client is attached, and ``LINGER``
-seconds after the last one leaves. Each request then runs in the store's lane, ahead of
+leases the store's one handle from its held stores (``providers/mnem/held``), so its own
+cycles use the same handle, and keeps it while a client is attached, and ``LINGER`` seconds
+after the last one leaves. Each request then runs in the store's lane, ahead of
 memsync's own calls: a write is the agent's commit, with the agent's author, summary and
 provenance, answered only once mnem committed it, and its scope is handed to the live side
 (``on_write``) so the change is synced at once, with no watching involved.
@@ -25,8 +25,11 @@ import struct
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+import mnem
 
 from memsync.base.errors import MemsyncError, ProviderBusy
 from memsync.base.faults import fault_point
@@ -44,9 +47,9 @@ from memsync.orchestration.serve.wire import (
     error_of,
     socket_path,
 )
-from memsync.providers.mnem.held import HELD, HeldStore
+from memsync.providers.mnem.held import HeldStore, HeldStores
 from memsync.providers.mnem.holder import process
-from memsync.providers.mnem.provider import MnemProvider
+from memsync.providers.mnem.opening import open_at
 
 log = logging.getLogger("memsync.serve")
 
@@ -67,11 +70,13 @@ class StoreServer:
         paths: Paths,
         config: Config,
         *,
+        held: HeldStores,
         on_write: Callable[[Hint], None],
         linger: float = LINGER,
     ) -> None:
         self.paths = paths
         self.config = config
+        self.held = held  # the daemon's: its cycles borrow the very stores served here
         self.on_write = on_write
         self.linger = linger
         self.path = socket_path(paths)
@@ -93,7 +98,7 @@ class StoreServer:
         os.chmod(self.path, 0o600)
         listener.owner = self
         self._listener = listener
-        HELD.on_open.append(self._recover)
+        self.held.on_open.append(self._recover)
         self._thread = threading.Thread(
             target=listener.serve_forever, kwargs={"poll_interval": 0.5}, name="serve"
         )
@@ -122,8 +127,8 @@ class StoreServer:
             done = self._lock.wait_for(
                 lambda: not self._sessions, max(0.0, deadline - time.monotonic())
             )
-        if self._recover in HELD.on_open:
-            HELD.on_open.remove(self._recover)
+        if self._recover in self.held.on_open:
+            self.held.on_open.remove(self._recover)
         return done
 
     def _recover(self, store: HeldStore) -> None:
@@ -168,7 +173,8 @@ class _Session:
         self.sock = sock
         self.peer = peer
         self.place: Place | None = None
-        self.handle: MnemProvider | None = None
+        self.store: HeldStore | None = None
+        self._lease = contextlib.ExitStack()  # gives the store back when the client leaves
         self.client = "a client"
 
     def hang_up(self) -> None:
@@ -192,7 +198,7 @@ class _Session:
 
     def attach(self, path: str, client: str) -> dict[str, Any]:
         """Hold the store at PATH for this client (opened here if nobody holds it yet)."""
-        if self.handle is not None:
+        if self.store is not None:
             raise MemsyncError("this connection is attached to a store already")
         answer = self.server.serves(path)
         if not answer["served"]:
@@ -200,23 +206,24 @@ class _Session:
         root = Path(answer["root"])
         place = place_of(self.server.config, root)
         assert place is not None
-        handle = MnemProvider(place.provider, root, busy_timeout=place.busy_timeout)
-        handle.linger = self.server.linger
+        lease = self.server.held.lease(
+            root,
+            partial(open_at, mnem, root, name=place.provider, busy_timeout=place.busy_timeout),
+            linger=self.server.linger,
+        )
         try:
-            handle.open()
+            self.store = self._lease.enter_context(lease)
         except ProviderBusy as exc:  # mnem's own client would fail to open it, as this one
-            raise _store_io(str(exc)) from None
-        self.place, self.handle, self.client = place, handle, client or self.client
+            raise mnem.StoreIoError(str(exc)) from None
+        self.place, self.client = place, client or self.client
         log.info("serving %s (%s) to %s", place.label, root, self.peer)
         return {"root": str(root), "as": place.label}
 
     def run(self, op: str, args: dict[str, Any]) -> Any:
         """One operation on the attached store, in its lane ahead of memsync's own calls."""
-        handle, place = self.handle, self.place
-        if handle is None or place is None:
+        store, place = self.store, self.place
+        if store is None or place is None:
             raise MemsyncError("attach to a store first")
-        store = handle.store
-        assert isinstance(store, HeldStore)
         writes = op in ops.WRITES
         with store.lane.held(agent=True):
             if not writes:
@@ -240,9 +247,9 @@ class _Session:
         return answer
 
     def close(self) -> None:
-        if self.handle is not None:
-            self.handle.close()  # given back; let go LINGER seconds after the last client
-            self.handle = None
+        if self.store is not None:
+            self.store = None
+            self._lease.close()  # given back; let go LINGER seconds after the last client
             log.debug("%s detached from %s", self.peer, self.place.label if self.place else "-")
 
 
@@ -317,13 +324,6 @@ def _unstage(store: Any, nodes: list[str]) -> None:
             store.unstage(node_id)
         except Exception as exc:  # the note stays: the next open unstages it
             log.warning("could not unstage %r after a failed write: %s", node_id, exc)
-
-
-def _store_io(message: str) -> Exception:
-    import mnem
-
-    error: Exception = mnem.StoreIoError(message)
-    return error
 
 
 __all__ = ["LINGER", "StoreServer"]

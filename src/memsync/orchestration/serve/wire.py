@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import mnem
+
 from memsync.base.paths import Paths
 
 SOCKET_NAME = "serve.sock"
@@ -90,8 +92,6 @@ def exception_from(error: dict[str, Any]) -> Exception:
     """The exception the daemon answered, as this process can raise it."""
     kind = str(error.get("type", "ServeError"))
     message = str(error.get("message", ""))
-    import mnem
-
     mnem_class = getattr(mnem, kind, None)
     if isinstance(mnem_class, type) and issubclass(mnem_class, mnem.MnemError):
         return mnem_class(message)

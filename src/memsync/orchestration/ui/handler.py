@@ -269,8 +269,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def _asset(name: str) -> str:
-    static = resources.files("memsync.orchestration.ui").joinpath("static")
-    return static.joinpath(name).read_text(encoding="utf-8")
+    return (resources.files(__package__) / "static" / name).read_text(encoding="utf-8")
 
 
 def _escape(text: str) -> str:

@@ -56,6 +56,7 @@ from typing import Any, Literal
 
 from memsync.base.dream import Dream
 from memsync.base.errors import ProviderError
+from memsync.base.mnem_items import META_FIELDS
 from memsync.base.records import (
     Outgoing,
     Record,
@@ -67,7 +68,6 @@ from memsync.base.records import (
 )
 from memsync.providers.mnem.layouts import (
     MEM0,
-    META_FIELDS,
     VALUE_KEY,
     Layout,
     build_value,

@@ -1,10 +1,10 @@
 """One open mnem Store per provider, held so that mnem's exclusive lock goes back on close.
 
 mnem holds an exclusive lock while a ``Store`` lives, across processes: ``open`` retries with
-backoff while an agent holds the store, then raises ``ProviderBusy``; ``close`` drops every
-reference so the agent can have it back. For the same reason no method keeps the Store in a
-local variable and no error memsync raises chains to an SDK exception: a traceback kept alive
-by a caller would otherwise pin the Store, and with it the lock, after close().
+backoff while an agent holds the store, then raises ``ProviderBusy`` (``opening``); ``close``
+drops every reference so the agent can have it back. For the same reason no method keeps the
+Store in a local variable and no error memsync raises chains to an SDK exception: a traceback
+kept alive by a caller would otherwise pin the Store, and with it the lock, after close().
 
 Staged changes found at open belong to someone else (an agent that crashed between ``add``
 and ``commit``, or staged and has not committed yet). mnem's staging is shared on disk and
@@ -14,18 +14,17 @@ or unstaged by whoever owns them. memsync unstages its own half-staged batch whe
 fails; a batch it was killed in the middle of is noted (``in_flight``), and unstaged at the
 next open when nobody else staged anything since.
 
-In the daemon the Store is borrowed from the process's held stores (``held``) instead: the
-daemon may hold it for the agents it serves, and everyone in the process uses that one handle.
-Then others may commit between memsync's calls, so a sequence that stages and commits holds
-the store (``writing``), and what agents committed since memsync last read the store is never
-overwritten blind (``meanwhile``).
+In the daemon the Store is borrowed from the held stores the daemon passes its providers
+(``held``) instead: the daemon may hold it for the agents it serves, and everyone in the
+process uses that one handle. Then others may commit between memsync's calls, so a sequence
+that stages and commits holds the store (``writing``), and what agents committed since memsync
+last read the store is never overwritten blind (``meanwhile``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import importlib
 import logging
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -33,64 +32,22 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Self, TypeVar
 
-from tenacity import (
-    Retrying,
-    retry_if_exception,
-    stop_after_delay,
-    wait_exponential,
-    wait_random,
-)
-
-from memsync.base.errors import (
-    ProviderBusy,
-    ProviderError,
-    ProviderUnavailable,
-    TransientProviderError,
-)
+from memsync.base.errors import ProviderError, TransientProviderError
 from memsync.providers.base import Provider
-from memsync.providers.mnem.held import HELD, HeldStore
-from memsync.providers.mnem.holder import store_holder
+from memsync.providers.mnem.held import HeldStore, HeldStores
 from memsync.providers.mnem.in_flight import InFlight
 from memsync.providers.mnem.layouts import MEM0, Layout
 from memsync.providers.mnem.meanwhile import Meanwhile
+from memsync.providers.mnem.opening import elsewhere, load_sdk, open_at, open_store, sdk_of
 
 log = logging.getLogger("memsync.mnem")
 
 AUTHOR = "memsync"  # the author of every commit memsync makes
-_LOCK_TEXT = ("Database already open", "Cannot acquire lock")
 T = TypeVar("T")
 
 
 class StagedChangesPresent(ProviderError):
     """Another writer left changes staged; any commit would sweep them in, so none is made."""
-
-
-def load_sdk() -> ModuleType:
-    """The mnem SDK, or ProviderUnavailable saying how to get it."""
-    try:
-        return importlib.import_module("mnem")
-    except ImportError:
-        raise ProviderUnavailable(
-            "type 'mnem' needs the mnem SDK: pip install 'memsync[mnem]' (mnem-agents 0.0.7; "
-            "PyPI has a macOS arm64 wheel, elsewhere it builds from source with a Rust toolchain)"
-        ) from None
-
-
-def sdk_of(store: Any) -> ModuleType:
-    """The SDK module a Store came from (the real ``mnem`` or a test double)."""
-    module = importlib.import_module(type(store).__module__)
-    if hasattr(module, "StoreIoError") and hasattr(module, "Provenance"):
-        return module
-    return importlib.import_module(type(store).__module__.split(".")[0])
-
-
-def _daemon_pid() -> int | None:
-    """The running memsync daemon's pid (the one that may hold a store for its agents)."""
-    from memsync.base.lock import read_daemon_info
-    from memsync.base.paths import resolve_paths
-
-    pid = read_daemon_info(resolve_paths()).get("pid")
-    return pid if isinstance(pid, int) else None
 
 
 def detached(error: ProviderError) -> ProviderError:
@@ -115,7 +72,9 @@ class StoreHandle(Provider):
         scope_key: str | None = None,
         busy_timeout: float = 10.0,
         sdk: ModuleType | None = None,
+        held: HeldStores | None = None,
     ) -> None:
+        """``held``: the daemon's held stores, to borrow the Store from (None: open our own)."""
         super().__init__(name)
         self.path = Path(path)
         self._resolved: Path | None = None
@@ -123,18 +82,30 @@ class StoreHandle(Provider):
         self._scope_key = scope_key
         self.busy_timeout = busy_timeout
         self.sdk = sdk if sdk is not None else load_sdk()
+        self.held = held
         self._store: Any = None
         self._owns_store = True
         self._foreign_staging: list[str] = []
         self._in_flight: InFlight | None = None
-        self._held: Path | None = None  # the key of a Store borrowed from HELD
-        self.linger = 0.0  # seconds the daemon keeps a borrowed Store after the last user
+        self._borrowed_at: Path | None = None  # the key of the Store borrowed from ``held``
         self.meanwhile = Meanwhile()  # what others committed since memsync last read the store
 
     @classmethod
-    def attached(cls, store: Any, *, name: str = "mnem", sdk: ModuleType | None = None) -> Self:
+    def attached(
+        cls,
+        store: Any,
+        *,
+        name: str = "mnem",
+        sdk: ModuleType | None = None,
+        scope_key: str | None = None,
+    ) -> Self:
         """A provider over a Store the caller opened and keeps (close() leaves it open)."""
-        provider = cls(name, Path(store.root), sdk=sdk if sdk is not None else sdk_of(store))
+        provider = cls(
+            name,
+            Path(store.root),
+            scope_key=scope_key,
+            sdk=sdk if sdk is not None else sdk_of(store),
+        )
         provider._store = store
         provider._owns_store = False
         provider._note_foreign_staging()
@@ -160,10 +131,10 @@ class StoreHandle(Provider):
     def open(self) -> None:
         if self._store is not None:
             return
-        if HELD.enabled:
-            self._borrow_held()
+        if self.held is not None:
+            self._borrow_held(self.held)
             return
-        store = self._open_with_retry()
+        store = open_store(self.sdk, self.path, name=self.name, busy_timeout=self.busy_timeout)
         problem = self._problem_with(store)
         if problem is not None:
             del store
@@ -174,11 +145,11 @@ class StoreHandle(Provider):
         self._owns_store = True
         self._note_foreign_staging()
 
-    def _borrow_held(self) -> None:
-        """The Store from the process's held stores (opened here when nobody holds it yet)."""
+    def _borrow_held(self, held: HeldStores) -> None:
+        """The Store from the daemon's held stores (opened here when nobody holds it yet)."""
         key = self._where()
-        self._store = HELD.borrow(key, self._open_checked)
-        self._held = key
+        self._store = held.borrow(key, self._open_checked)
+        self._borrowed_at = key
         self._owns_store = True
         try:
             problem = self._problem_with(self._store)
@@ -190,19 +161,13 @@ class StoreHandle(Provider):
             raise detached(exc) from None
 
     def _open_checked(self) -> Any:
-        store = self._open_with_retry()
-        root = Path(store.root).expanduser().resolve()
-        if root != self._where():
-            del store
-            gc.collect()
-            raise ProviderError(self._elsewhere(root))
-        return store
+        return open_at(self.sdk, self.path, name=self.name, busy_timeout=self.busy_timeout)
 
     def close(self) -> None:
         """Drop every reference to the Store: mnem releases its lock only when it is collected."""
-        if self._held is not None:
-            key, self._held, self._store = self._held, None, None
-            HELD.give_back(key, linger=self.linger)
+        if self._borrowed_at is not None and self.held is not None:
+            key, self._borrowed_at, self._store = self._borrowed_at, None, None
+            self.held.give_back(key)
             return
         owned = self._owns_store and self._store is not None
         self._store = None
@@ -236,55 +201,11 @@ class StoreHandle(Provider):
         if isinstance(self._store, HeldStore):
             self._store.lane.yield_to_agents()
 
-    def _open_with_retry(self) -> Any:
-        sdk = self.sdk
-
-        def busy(exc: BaseException) -> bool:
-            return isinstance(exc, sdk.StoreIoError) and any(t in str(exc) for t in _LOCK_TEXT)
-
-        retrying = Retrying(
-            stop=stop_after_delay(self.busy_timeout),
-            wait=wait_exponential(multiplier=0.05, max=1.0) + wait_random(0, 0.05),
-            retry=retry_if_exception(busy),
-            reraise=True,
-        )
-        error: ProviderError
-        try:
-            return retrying(sdk.open, str(self.path))
-        except sdk.StoreIoError as exc:
-            if busy(exc):
-                holder = store_holder(self.path)
-                who = holder.describe() if holder else "an agent or the mnem CLI"
-                error = ProviderBusy(
-                    f"{self.name}: store busy: {self.path} is held by another process ({who}) "
-                    f"for more than {self.busy_timeout:g}s; memsync tries again next cycle",
-                    retry_after=max(self.busy_timeout, 1.0),
-                )
-                if holder is not None and holder.pid == _daemon_pid():
-                    error = ProviderBusy(
-                        f"{self.name}: store busy: {self.path} is held by the memsync daemon "
-                        f"({who}), which serves it to agents and syncs it itself; this process "
-                        "can open it once no agent has used it for a few seconds",
-                        retry_after=max(self.busy_timeout, 1.0),
-                    )
-            else:
-                error = TransientProviderError(f"{self.name}: cannot open {self.path}: {exc}")
-        except sdk.NoStoreError:
-            error = ProviderError(
-                f"{self.name}: no mnem store at {self.path}; set create = true in "
-                f"providers.{self.name} to make it on the first write, create one with "
-                f"python -c \"import mnem; mnem.init('{self.path}')\", or fix "
-                f"providers.{self.name}.path"
-            )
-        except sdk.MnemError as exc:
-            error = ProviderError(f"{self.name}: cannot open the store at {self.path}: {exc}")
-        raise error
-
     def _problem_with(self, store: Any) -> str | None:
         """Why this store is not the one configured, or None when it is."""
         root = Path(store.root).expanduser().resolve()
         if root != self.path.expanduser().resolve():
-            return self._elsewhere(root)
+            return elsewhere(self.name, self.path, root)
         head = store.head()
         if self.branch is not None and head != f"ref: {self.branch}":
             return (
@@ -293,13 +214,6 @@ class StoreHandle(Provider):
                 "under the agent: check that branch out in mnem, or remove `branch`"
             )
         return None
-
-    def _elsewhere(self, root: Path) -> str:
-        return (
-            f"{self.name}: no mnem store at {self.path} (mnem found the one at {root}, "
-            f"above it); point providers.{self.name}.path at {root}, or create a store at "
-            f"{self.path}"
-        )
 
     @property
     def in_flight(self) -> InFlight:

@@ -1,13 +1,15 @@
-"""One mnem Store per store in this process, lent to everyone in it: the daemon's cycles and the
+"""The mnem Stores the daemon holds, one per store, lent to everyone in it: its cycles and the
 agents it serves (``memsync.orchestration.serve``) share the one handle mnem allows.
 
 mnem allows one open handle per store, across processes and within one. While the daemon holds
-a store for the agents it serves, its own cycles, verifies and backups must use that handle
-rather than open another. With sharing on (the daemon turns it on; a command-line process
-never does), every ``StoreHandle`` borrows its Store here: the first borrower opens it, the
-last to give it back drops it, after a linger when an agent's connection asked for one.
+a store for the agents it serves, its own cycles, verifies and watches must use that handle
+rather than open another. So the daemon makes one ``HeldStores`` and passes it to whatever
+opens a store in it: the mnem providers it builds (``held=``) borrow their Store here, and the
+served agents lease one (``lease``); the first borrower opens it, the last to give it back
+drops it, after a linger when an agent's connection asked for one. A process that is not the
+daemon (``memsync sync``, an agent's own) has none: each handle opens its own Store.
 
-Every call into a shared Store takes the store's ``Lane``: one thread at a time, as the SDK
+Every call into a held Store takes the store's ``Lane``: one thread at a time, as the SDK
 wants (a Store may be used from any thread, one call at a time). mnem's staging is shared,
 so whoever stages and commits holds the lane from the first ``add`` to the ``commit``
 (``Lane.held``), and an agent comes first: a waiting agent is let in before the next sync
@@ -135,10 +137,9 @@ class _Held:
 
 
 class HeldStores:
-    """Every mnem Store this process holds, by the directory holding ``.mnem``."""
+    """Every mnem Store the daemon holds, by the directory holding ``.mnem``."""
 
     def __init__(self) -> None:
-        self.enabled = False  # the daemon turns it on; elsewhere each handle opens its own
         self.on_open: list[Callable[[HeldStore], None]] = []  # run once a store is opened
         self._lock = threading.Lock()
         self._held: dict[Path, _Held] = {}
@@ -161,6 +162,19 @@ class HeldStores:
         except BaseException:
             self.give_back(root)
             raise
+
+    @contextlib.contextmanager
+    def lease(
+        self, root: Path, open_store: Callable[[], Any], *, linger: float = 0.0
+    ) -> Iterator[HeldStore]:
+        """The Store at ROOT while the ``with`` lasts (opened with OPEN_STORE by its first
+        borrower); given back when it ends, and let go LINGER seconds after its last user."""
+        store = self.borrow(root, open_store)
+        try:
+            yield store
+        finally:
+            del store
+            self.give_back(root, linger=linger)
 
     def give_back(self, root: Path, *, linger: float = 0.0) -> None:
         """One borrower is done; the last one lets the store go, LINGER seconds later."""
@@ -210,6 +224,3 @@ class HeldStores:
                 held.store = None
         gc.collect()
         log.debug("let go of the mnem store at %s", held.root)
-
-
-HELD = HeldStores()  # this process's held stores

@@ -35,8 +35,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memsync.base.mnem_items import (
+    META,
+    META_FIELDS,
     NAMESPACE_SEPARATOR,
     fill_namespace,
+    item_node_id,
+    item_of,
+    namespace_id,
     namespace_keys,
     place_in_namespace,
 )
@@ -44,15 +49,6 @@ from memsync.base.records import canonical_json
 from memsync.base.scopes import Scope
 
 VALUE_KEY = "mnem_value"  # provenance: how the node's dict value holds the text (see read_value)
-META = "_meta"  # the value's provenance, as mnem-langgraph reads and writes it
-# _meta's keys that mnem-langgraph lifts into mnem's Provenance, and the field each one fills.
-META_FIELDS = {
-    "source": "source",
-    "step": "agent_step",
-    "observation": "observation",
-    "tool_call": "tool_call",
-    "note": "note",
-}
 _KEY_NAMESPACE = uuid.UUID("5b7f1e2c-3c1a-4f7e-9a59-6d656d73796e")  # uuid5 keys of other origins
 
 Shape = Literal["text", "content", "kind"]
@@ -164,21 +160,6 @@ def meta_of(content: Any) -> dict[str, Any]:
     return {}
 
 
-# --- LangGraph items as nodes (mnem-langgraph's mapping) -------------------------------
-
-
-def item_node_id(namespace: Sequence[str], key: str) -> str:
-    """The node a LangGraph item is: ``":".join([*namespace, key])``, as mnem-langgraph joins it."""
-    return NAMESPACE_SEPARATOR.join([*namespace, key])
-
-
-def item_of(node_id: str) -> tuple[tuple[str, ...], str]:
-    """A node's LangGraph namespace and key, as mnem-langgraph splits its id (the last
-    segment is the key)."""
-    namespace, _, key = node_id.rpartition(NAMESPACE_SEPARATOR)
-    return (tuple(namespace.split(NAMESPACE_SEPARATOR)) if namespace else ()), key
-
-
 # --- layouts -----------------------------------------------------------------------------
 
 
@@ -277,7 +258,7 @@ class LangGraphLayout(Layout):
 
     def identity(self) -> str:
         where = self.namespace if self.namespace is not None else self.template
-        return "#langgraph:" + NAMESPACE_SEPARATOR.join(where) + f"/{self.shape}"
+        return "#langgraph:" + namespace_id(where) + f"/{self.shape}"
 
     def describe(self) -> str:
         value = (

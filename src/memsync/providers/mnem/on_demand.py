@@ -16,7 +16,7 @@ from types import ModuleType
 from memsync.base.errors import ProviderError
 from memsync.base.records import Record
 from memsync.providers.base import Listing, WriteOp, WriteResult
-from memsync.providers.mnem.held import HELD
+from memsync.providers.mnem.held import HeldStores
 from memsync.providers.mnem.listing import MnemListing
 from memsync.providers.mnem.provider import MnemProvider
 
@@ -36,9 +36,16 @@ class OnDemandMnemProvider(MnemProvider):
         scope_key: str | None = None,
         busy_timeout: float = 10.0,
         sdk: ModuleType | None = None,
+        held: HeldStores | None = None,
     ) -> None:
         super().__init__(
-            name, path, branch=branch, scope_key=scope_key, busy_timeout=busy_timeout, sdk=sdk
+            name,
+            path,
+            branch=branch,
+            scope_key=scope_key,
+            busy_timeout=busy_timeout,
+            sdk=sdk,
+            held=held,
         )
         self.create_missing = create
         self.config_name = config_name
@@ -107,7 +114,7 @@ class OnDemandMnemProvider(MnemProvider):
         else:
             self._absent = False
             self._foreign_staging = []
-            if HELD.enabled:  # the daemon: the new store is borrowed like any other
+            if self.held is not None:  # the daemon: the new store is borrowed like any other
                 del store
                 gc.collect()
                 self.open()

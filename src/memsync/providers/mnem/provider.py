@@ -13,10 +13,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from memsync.base.errors import ProviderUnavailable
 from memsync.base.records import Outgoing, Record, Skipped
-from memsync.base.scopes import SCOPE_KEYS, WILDCARD
-from memsync.config import Config, MnemConfig
 from memsync.providers.base import Capabilities, Listing, Page, WriteOp, WriteResult
 from memsync.providers.mnem.batch import BatchWrite
 from memsync.providers.mnem.convert import (
@@ -28,9 +25,9 @@ from memsync.providers.mnem.convert import (
 )
 from memsync.providers.mnem.dates import CommitDates
 from memsync.providers.mnem.expiry import forget_expired, hidden_records, sweep_expired_daily
-from memsync.providers.mnem.handle import StagedChangesPresent, StoreHandle, load_sdk
+from memsync.providers.mnem.handle import StagedChangesPresent, StoreHandle
 from memsync.providers.mnem.known import KnownNodes
-from memsync.providers.mnem.layouts import MEM0, VALUE_KEY, layout_from_config
+from memsync.providers.mnem.layouts import MEM0, VALUE_KEY
 from memsync.providers.mnem.listing import MnemListing, added_then_removed, paged
 
 log = logging.getLogger("memsync.mnem")
@@ -270,52 +267,3 @@ class MnemProvider(StoreHandle):
     def hidden_records(self) -> list[Record]:
         """The nodes memsync forgot because their date passed and nobody brought back."""
         return hidden_records(self)
-
-
-def build(name: str, entry: MnemConfig, config: Config) -> MnemProvider:
-    try:
-        sdk = load_sdk()
-    except ProviderUnavailable as exc:
-        raise ProviderUnavailable(f"providers.{name}: {exc}") from None
-    provider: MnemProvider
-    scope_key = entry.scope_key or config_scope_key(config)
-    if entry.create:
-        from memsync.providers.mnem.on_demand import OnDemandMnemProvider
-
-        provider = OnDemandMnemProvider(
-            name,
-            entry.path,
-            create=True,
-            config_name=name,
-            branch=entry.branch,
-            scope_key=scope_key,
-            busy_timeout=entry.busy_timeout,
-            sdk=sdk,
-        )
-    else:
-        provider = MnemProvider(
-            name,
-            entry.path,
-            branch=entry.branch,
-            scope_key=scope_key,
-            busy_timeout=entry.busy_timeout,
-            sdk=sdk,
-        )
-    provider.layout = layout_from_config(entry.layout)
-    return provider
-
-
-def config_scope_key(config: Config) -> str | None:
-    """The scope a store of a single-scope config holds: the one its Mem0 providers name (a
-    user id, else agent, app or run id), so that its memories carry that scope's key (a PMM
-    backup files them under it), not the store directory's name. None when there is none."""
-    found = set()
-    for entry in config.providers.values():
-        scope = getattr(entry, "scope", None)
-        if not entry.type.startswith("mem0") or not scope:
-            continue
-        if WILDCARD in scope.values():
-            return None
-        found.add(next((scope[k] for k in SCOPE_KEYS if scope.get(k)), ""))
-    found.discard("")
-    return found.pop() if len(found) == 1 else None

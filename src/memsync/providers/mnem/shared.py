@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from memsync.base.errors import ProviderError
-from memsync.base.mnem_items import NAMESPACE_SEPARATOR
+from memsync.base.mnem_items import namespace_id, namespace_id_of
 from memsync.base.records import Record
 from memsync.base.scopes import Scope
 from memsync.providers.base import Listing, WriteOp, WriteResult
@@ -104,7 +104,7 @@ class SharedStore:
         if self._nodes_by is None:
             self._nodes_by = {}
             for node_id, node in self.nodes().items():
-                self._nodes_by.setdefault(_namespace_of(node_id), {})[node_id] = node
+                self._nodes_by.setdefault(namespace_id_of(node_id), {})[node_id] = node
         return self._nodes_by.get(namespace, {})
 
     def outside(self) -> int:
@@ -125,7 +125,7 @@ class SharedStore:
             for change in changes:
                 if change.kind != "modified" and self.template.outside(change.id):
                     moved += 1 if change.kind == "added" else -1
-                grouped.setdefault(_namespace_of(change.id), []).append(change)
+                grouped.setdefault(namespace_id_of(change.id), []).append(change)
             self._changes_by[cursor] = (grouped, moved)
         grouped, moved = self._changes_by[cursor]
         return grouped.get(namespace, []), moved
@@ -168,10 +168,6 @@ class SharedStore:
         return placed
 
 
-def _namespace_of(node_id: str) -> str:
-    return node_id.rpartition(NAMESPACE_SEPARATOR)[0]
-
-
 class ScopeInStore(MnemProvider):
     """One scope of a ``SharedStore``: its namespace of the store, through the run's handle."""
 
@@ -184,11 +180,12 @@ class ScopeInStore(MnemProvider):
             scope_key=scope_key,
             busy_timeout=base.busy_timeout,
             sdk=base.sdk,
+            held=base.held,
         )
         self.shared = shared
         self.layout = shared.template.bound(scope, provider=getattr(base, "config_name", name))
         assert self.layout.namespace is not None
-        self._namespace = NAMESPACE_SEPARATOR.join(self.layout.namespace)
+        self._namespace = namespace_id(self.layout.namespace)
         self._moved_outside = 0
         self._opened_base = False
 
