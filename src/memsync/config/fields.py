@@ -1,5 +1,7 @@
-"""What the config's models are built from: the strict base, durations, scopes, and the
-keys that would carry a secret (refused, with how to pass one instead)."""
+"""The pieces every config model is built from: strict tables, durations, scopes, secret keys.
+
+A key that would carry a secret inline is refused, with how to pass one instead.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What the mirror of one provider did in a run (``MirrorResult``), and the limits on deletes
-it may infer (``DeleteLimits``)."""
+"""What a provider's mirror did in a run (``MirrorResult``) and may delete (``DeleteLimits``)."""
 
 from __future__ import annotations
 

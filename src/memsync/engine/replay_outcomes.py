@@ -1,6 +1,8 @@
-"""How replay records what each write did: a success with its group, as the next mirror will
-see it; a failure at once, with its back-off (exponential, parked as dead after
-``max_attempts``)."""
+"""How replay records what each write did, as the next mirror will see it.
+
+A success is recorded with its group; a failure at once, with its back-off (exponential,
+parked as dead after ``max_attempts``).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""A Mem0 ``Memory`` or ``MemoryClient`` object the caller built, as a read-only provider of
-one scope: ``import_mem0``'s source, paged until its listing is proven whole."""
+"""``import_mem0``'s source: a caller's Mem0 ``Memory`` or ``MemoryClient`` as a read-only provider.
+
+It lists one scope, paged until the listing is proven whole.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The one-shot pass: copy every memory a source lists into a target once, with a report of
-what was carried, already there, skipped (and why) or refused."""
+"""The one-shot pass: every memory a source lists, copied into a target once, with a report.
+
+The report says what was carried, already there, skipped (and why) or refused.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The status report as plain data (`status --json`): config, daemon, providers, outbox,
-conflicts, backups, cutover readiness."""
+"""The status report as plain data (`status --json`), from the config, the locks and staging.
+
+Config, daemon, providers, outbox, conflicts, backups and cutover readiness.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The status page's JSON API: what each route reads (status, scopes, history, conflicts,
-memories) and the two changes it may make (resolve a conflict, verify a pair)."""
+"""The status page's JSON API: the routes that read, and the two that act (resolve, verify)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""One request to the status page: its access checks (token, cookie, CSRF, host), its route,
-and a response with the page's security headers; a user's error is one plain sentence."""
+"""One request to the status page: access checks, routing, and the response with its headers.
+
+Access is the token (or its cookie), the CSRF token for a change, and a loopback host name;
+a user's error comes back as one plain sentence.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""What an HTTP answer means to memsync: a 2xx passes, every refusal becomes one of
-``memsync.base.errors``' typed errors, with the server's own reason, redacted, and what to do."""
+"""What an HTTP answer means to memsync: a 2xx passes, a refusal becomes a typed error.
+
+The error is one of ``memsync.base.errors``', with the server's own reason (redacted) and
+what to do.
+"""
 
 from __future__ import annotations
 
