@@ -16,6 +16,7 @@ import click
 import pytest
 
 import memsync.cli
+from memsync.cli import COMMANDS as LAZY_COMMANDS
 from memsync.cli import main
 from tests.conftest import subprocess_env
 
@@ -96,7 +97,45 @@ def test_each_module_imports_first_in_a_fresh_interpreter(module: str) -> None:
 
 
 def test_the_group_has_every_command() -> None:
-    assert set(main.commands) == COMMANDS
-    service = main.commands["service"]
+    ctx = click.Context(main)
+    assert set(main.list_commands(ctx)) == COMMANDS
+    service = main.get_command(ctx, "service")
     assert isinstance(service, click.Group)
     assert set(service.commands) == {"install", "uninstall", "status"}
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_the_help_lists_each_command_as_its_own_help_begins(name: str) -> None:
+    """``memsync --help`` lists a command by the summary the lazy group records, not by its
+    docstring: the two must say the same, shortened alike at every width."""
+    ctx = click.Context(main)
+    command = main.get_command(ctx, name)
+    assert command is not None and command.name == name
+    stand_in = click.Command(name, help=LAZY_COMMANDS[name].summary)
+    for limit in range(20, 120):
+        assert stand_in.get_short_help_str(limit) == command.get_short_help_str(limit)
+
+
+def test_the_group_help_imports_no_command_module() -> None:
+    """``memsync --help`` (and ``--version``) stay fast: no command module, so none of the
+    library the commands import at the top."""
+    listing = (
+        "import sys\n"
+        "from memsync.cli import main\n"
+        "for flag in ('--version', '--help'):\n"
+        "    try:\n"
+        "        main([flag], prog_name='memsync')\n"
+        "    except SystemExit as exit:\n"
+        "        assert exit.code == 0, exit.code\n"
+        "print(sorted(m for m in sys.modules if m.startswith('memsync.cli.')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", listing],
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Commands:" in done.stdout
+    assert done.stdout.splitlines()[-1] == "[]"

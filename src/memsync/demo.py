@@ -30,6 +30,9 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
+from memsync.config import load_config
+from memsync.providers import build_provider
+
 SEED_OLD = [
     ("Prefers tea over coffee", {"topic": "drinks"}),
     ("Works on the Lisbon platform team", {"topic": "work"}),
@@ -112,9 +115,6 @@ class Application:
     """What an agent does to its own store: write memories directly with the library."""
 
     def __init__(self, home: Path, name: str) -> None:
-        from memsync.config import load_config
-        from memsync.providers import build_provider
-
         os.environ["MEMSYNC_HOME"] = str(home)
         config = load_config(home / "config" / "config.toml")
         self.provider: Any = build_provider(name, config)

@@ -2,12 +2,13 @@
 
 rich is imported when something is first drawn with it (``stdout``, ``stderr``, a table, a
 bar in a terminal): a sync whose output is piped, or that prints plain lines, never pays for it.
+json likewise, when JSON is printed: the group imports this module (its error line) even for
+``memsync --version``.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -36,6 +37,8 @@ def __getattr__(name: str) -> Any:
 
 
 def print_json(value: Any) -> None:
+    import json  # when JSON is printed: see the module docstring
+
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
 
 

@@ -6,7 +6,7 @@ metadata is one memory whose versions differ, settled like any other difference.
 one to one: a store may hold a text twice (Mem0 allows it), so two copies on one side and one
 on the other are one shared memory plus one the other side lacks.
 
-The sync engine (``sync/adopt.py``, in SQL), ``migrate``/``import_mem0`` and PMM import with
+The sync engine (``engine/adopt.py``, in SQL), ``migrate``/``import_mem0`` and PMM import with
 ``skip_duplicates`` all use this key and this counting.
 """
 

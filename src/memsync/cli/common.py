@@ -1,30 +1,32 @@
-"""What every command shares: the App (paths, config and store on first use), the group that
-turns a user's error into one line, and ``pass_app``.
+"""What every command shares: the App (paths, and the config and store on first use),
+``pass_app`` that hands it to a command, and the ``--scope`` callback.
 
 Command modules import this and nothing else from ``memsync.cli``, so there is no circle.
-It imports only what the group itself needs at start-up (click, the errors, the paths); the
-config, the providers and the staging store are imported when a command first asks for them,
-so ``memsync --version`` or ``--help`` does not pay for them.
+The group in ``cli/__init__.py`` does not import it: the group resolves the paths (``ctx.obj``)
+and a command's ``pass_app`` makes the App from them, so ``memsync --version`` and ``--help``
+import neither this module nor the config, the providers and the staging store it imports.
 """
 
 from __future__ import annotations
 
-import errno
-import sqlite3
-import sys
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Concatenate, ParamSpec, TypeVar
 
 import click
 
-from memsync.base.errors import MemsyncError, StagingError
 from memsync.base.paths import Paths
+from memsync.base.scopes import Scope
+from memsync.config import Config, load_config
+from memsync.orchestration.scopes.views import refuse_unscoped
+from memsync.providers import Provider, build_provider
+from memsync.staging import StagingStore
 
-if TYPE_CHECKING:
-    from memsync.base.scopes import Scope
-    from memsync.config import Config
-    from memsync.providers import Provider
-    from memsync.staging import StagingStore
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_APP = "memsync.app"  # the run's App, in ``ctx.meta`` (shared by every context of one run)
 
 
 @dataclass
@@ -37,72 +39,37 @@ class App:
     @property
     def config(self) -> Config:
         if self._config is None:
-            from memsync.config import load_config
-
             self._config = load_config(self.paths.config_file)
         return self._config
 
     def provider(self, name: str) -> Provider:
-        from memsync.orchestration.scopes.views import refuse_unscoped
-        from memsync.providers import build_provider
-
         context = click.get_current_context(silent=True)
         command = (context.info_name if context else None) or "this command"
         refuse_unscoped(self.config, name, command)
         return build_provider(name, self.config)
 
     def store(self, *, create: bool = True) -> StagingStore:
-        from memsync.staging import StagingStore
-
         self.paths.ensure()
         return StagingStore.open(self.paths.database, create=create)
 
 
-class MemsyncGroup(click.Group):
-    """Turns MemsyncError into one line on stderr and its exit code."""
+def pass_app(command: Callable[Concatenate[App, P], R]) -> Callable[P, R]:
+    """Call COMMAND with the run's App first, made from the paths the group resolved (as
+    ``click.make_pass_decorator`` passes an object)."""
 
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except MemsyncError as exc:
-            _say(f"memsync: error: {exc}")
-            sys.exit(exc.exit_code)
-        except sqlite3.OperationalError as exc:
-            # SQLite rolled the transaction back: the database is intact, the write is not.
-            hint = (
-                "free some space and run the command again"
-                if "full" in str(exc) or "I/O" in str(exc)
-                else "run the command again; if it persists, `memsync repair` rebuilds it"
-            )
-            _say(f"memsync: error: staging database: {exc}; {hint}")
-            sys.exit(StagingError.exit_code)
-        except OSError as exc:
-            if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-                raise
-            _say(
-                f"memsync: error: {exc.strerror}: {exc.filename or 'a file'}; nothing was "
-                "replaced (files are written whole or not at all); free some space and retry",
-            )
-            sys.exit(1)
-        except KeyboardInterrupt:
-            _say("memsync: interrupted")
-            sys.exit(130)
-        except BrokenPipeError:
-            sys.exit(0)
+    def with_app(*args: P.args, **kwargs: P.kwargs) -> R:
+        ctx = click.get_current_context()
+        app = ctx.meta.get(_APP)
+        if app is None:
+            paths = ctx.find_object(Paths)
+            if paths is None:
+                raise RuntimeError("a memsync command runs under the group that resolves paths")
+            app = ctx.meta[_APP] = App(paths)
+        return ctx.invoke(command, app, *args, **kwargs)
 
-
-def _say(message: str) -> None:
-    """One line on stderr, as every error is printed (rich is imported only when one is)."""
-    from memsync.base.output import stderr
-
-    stderr.print(message, markup=False)
-
-
-pass_app = click.make_pass_decorator(App)
+    return functools.update_wrapper(with_app, command)
 
 
 def parse_scope(ctx: click.Context, param: click.Parameter, value: str | None) -> Scope | None:
     """The ``--scope KEY=VALUE[,KEY=VALUE]`` callback: a Scope; a malformed one is one line."""
-    from memsync.base.scopes import Scope
-
     return Scope.parse(value) if value is not None else None

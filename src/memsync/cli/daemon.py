@@ -1,25 +1,19 @@
-"""Daemon commands: daemon, backup, and service install/uninstall/status."""
+"""`memsync daemon`: sync and back up on their intervals, in the foreground, under systemd."""
 
 from __future__ import annotations
 
 import logging
 import os
 import sys
-from pathlib import Path
 
 import click
 
 from memsync.base.errors import MemsyncError
-from memsync.base.output import print_json, print_table
 from memsync.cli.common import App, pass_app
+from memsync.orchestration.daemon.logging import setup_daemon_logging
+from memsync.orchestration.daemon.service import run_daemon
 
 log = logging.getLogger("memsync.daemon")
-
-
-def _config_override() -> Path | None:
-    """The --config given to `memsync`, if any, made absolute for a unit file."""
-    value = click.get_current_context().find_root().params.get("config_path")
-    return Path(value).expanduser().resolve() if value else None
 
 
 @click.command()
@@ -34,9 +28,6 @@ def daemon(app: App) -> None:
 
     Exits 2 when the config is invalid at start, 7 when another daemon is running.
     """
-    from memsync.orchestration.daemon.logging import setup_daemon_logging
-    from memsync.orchestration.daemon.service import run_daemon
-
     level = min(logging.INFO, logging.getLogger().getEffectiveLevel())
     redactor = setup_daemon_logging(level)
     try:
@@ -50,134 +41,3 @@ def daemon(app: App) -> None:
         sys.stderr.flush()
         os._exit(result.exit_code)
     raise SystemExit(result.exit_code)
-
-
-@click.command()
-@click.option("--provider", "only", multiple=True, help="Back up only this provider (repeatable).")
-@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
-@pass_app
-def backup(app: App, only: tuple[str, ...], as_json: bool) -> None:
-    """Take a PMM backup of each provider's mirrored memories now.
-
-    Writes backups/<provider>/<UTC time>.pmm.jsonl (.gz with [backup] gzip = true) under the
-    data directory and keeps the newest [backup] keep. The snapshot is of the mirror as of the
-    last sync; restore one with `memsync restore FILE --into NAME`. Exits 1 if one failed.
-
-    \b
-    Example:
-      memsync backup --provider mem0
-    """
-    from memsync.orchestration.backups import take_backups
-
-    config = app.config
-    for name in only:
-        config.provider(name)
-    outcomes = take_backups(app.paths, config, only=list(only) or None)
-    if as_json:
-        print_json([o.as_dict() for o in outcomes])
-    else:
-        for outcome in outcomes:
-            if outcome.error:
-                click.echo(f"{outcome.provider}: FAILED: {outcome.error}")
-            elif outcome.skipped:
-                click.echo(f"{outcome.provider}: skipped: {outcome.skipped}")
-            else:
-                removed = f"; removed {len(outcome.removed)} older" if outcome.removed else ""
-                click.echo(
-                    f"{outcome.provider}: {outcome.count} memories -> {outcome.path}{removed}"
-                )
-    if any(o.error for o in outcomes):
-        raise SystemExit(1)
-
-
-@click.group()
-def service() -> None:
-    """Install, remove or inspect the systemd user service that runs `memsync daemon`."""
-
-
-@service.command("install")
-@click.option("--enable", is_flag=True, help="Also start it now and at every login.")
-@click.option("--print", "print_only", is_flag=True, help="Print the unit; write nothing.")
-@pass_app
-def service_install(app: App, enable: bool, print_only: bool) -> None:
-    """Write memsync.service under ~/.config/systemd/user for this installation.
-
-    ExecStart runs this memsync (this Python, -m memsync), with --config and MEMSYNC_HOME as
-    given now. Where no systemd user instance answers, the unit is still written and the
-    commands to run later are printed: exit 0, or 1 with --enable (nothing was started).
-
-    \b
-    Example:
-      memsync service install --enable
-    """
-    from memsync.orchestration.daemon.unit import install, unit_for_this_installation
-
-    text = unit_for_this_installation(app.paths, config_file=_config_override())
-    if print_only:
-        click.echo(text, nl=False)
-        return
-    result = install(text, enable=enable)
-    click.echo(f"wrote {result.path}")
-    if not app.paths.config_file.exists():
-        click.echo(
-            f"note: {app.paths.config_file} does not exist yet; the service cannot start "
-            "until it does (`memsync init`, then `memsync check`)"
-        )
-    if result.systemd:
-        click.echo(f"systemd: {result.systemd}.")
-        click.echo("The unit is written; once systemd runs for your user, start it with:")
-        for command in result.commands:
-            click.echo(f"  {command}")
-        if enable:
-            raise SystemExit(1)
-        return
-    for command in result.commands:
-        click.echo(f"ran: {command}")
-    if result.error:
-        raise MemsyncError(result.error)
-    if result.enabled:
-        click.echo("memsync.service is enabled and running; `memsync service status` shows it")
-    else:
-        click.echo("start it with: systemctl --user enable --now memsync.service")
-
-
-@service.command("uninstall")
-def service_uninstall() -> None:
-    """Stop and disable memsync.service and remove its unit file."""
-    from memsync.orchestration.daemon.unit import uninstall
-
-    result = uninstall()
-    for command in result.commands:
-        click.echo(f"ran: {command}")
-    if result.systemd:
-        click.echo(f"systemd: {result.systemd}; nothing to stop.")
-    click.echo(f"removed {result.path}" if result.removed else f"{result.path} was not installed")
-
-
-@service.command("status")
-@pass_app
-def service_status(app: App) -> None:
-    """Whether the unit is installed, what systemd says of it, and the daemon's own lock."""
-    from memsync.base.lock import read_daemon_info
-    from memsync.orchestration.daemon.unit import service_state
-
-    state = service_state()
-    daemon_info = read_daemon_info(app.paths)
-    running = (
-        f"running (pid {daemon_info['pid']}, since {daemon_info['since']})"
-        if daemon_info.get("running")
-        else "not running"
-    )
-    print_table(
-        "",
-        ("what", "state"),
-        [
-            ("unit file", f"{state.path}" + ("" if state.installed else " (not installed)")),
-            ("systemd", state.systemd or "reachable"),
-            ("enabled", state.enabled or "-"),
-            ("active", state.active or "-"),
-            ("daemon", running),
-        ],
-    )
-    if state.status_text:
-        click.echo(state.status_text)

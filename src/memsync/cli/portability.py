@@ -12,6 +12,7 @@ from memsync.base.errors import MemsyncError
 from memsync.base.output import print_json, progress_bar, stderr
 from memsync.base.pmm import Format
 from memsync.cli.common import App, pass_app
+from memsync.orchestration.migrate import migrate as run_migration
 from memsync.orchestration.portability import Strategy, export_at, export_provider, import_into
 
 
@@ -214,8 +215,6 @@ def migrate(app: App, source: str, target: str, dry_run: bool, as_json: bool) ->
     Example:
       memsync migrate --from mem0 --to mnem --dry-run
     """
-    from memsync.orchestration.migrate import migrate as run_migration
-
     with progress_bar(f"migrating {source} -> {target}"):
         report = run_migration(app.provider(source), app.provider(target), dry_run=dry_run)
     if as_json:

@@ -14,9 +14,10 @@ from memsync.base.output import print_json, print_table
 from memsync.base.scopes import Scope
 from memsync.cli.common import App, parse_scope, pass_app
 from memsync.config.scoping import scoped_config_keys
-from memsync.engine.journal import memory_history
+from memsync.engine.journal import follow_entries, memory_history
 from memsync.engine.verify import VerifyReport
-from memsync.orchestration.scopes.views import log_in_scope
+from memsync.orchestration.scopes.views import log_in_scope, scope_provider_names
+from memsync.orchestration.status import render_status, status_report
 from memsync.orchestration.verify import ScopedVerifyReport, verify_every_scope, verify_in_scope
 
 
@@ -28,8 +29,6 @@ from memsync.orchestration.verify import ScopedVerifyReport, verify_every_scope,
 @pass_app
 def status(app: App, as_json: bool, scope: Scope | None) -> None:
     """What memsync knows: config, staging database, each provider's mirror."""
-    from memsync.orchestration.status import render_status, status_report
-
     report = status_report(app.paths, scope)
     if as_json:
         print_json(report)
@@ -218,9 +217,6 @@ def _follow(
 ) -> None:
     """`log --follow`: the newest entries, then each new one as one line (tab-separated, or
     a JSON object with --json), flushed as it comes; Ctrl-C exits 0, as journalctl -f does."""
-    from memsync.engine.journal import follow_entries
-    from memsync.orchestration.scopes.views import scope_provider_names
-
     out = sys.stdout
     # Ctrl-C stops it even where the shell that started it left SIGINT ignored (a script's
     # `memsync log -f &`): Python then never installs its own handler.

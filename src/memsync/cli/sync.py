@@ -16,7 +16,7 @@ from memsync.orchestration.switch import SwitchRefused, switch_active
 
 
 def _print_cycle(report: CycleReport) -> None:
-    """The report on stdout; each failure on one line, once (``sync/failures.py``)."""
+    """The report on stdout; each failure on one line, once (``engine/failures.py``)."""
     verb = "would write" if report.dry_run else "wrote"
     scoped = report if isinstance(report, ScopedCycleReport) else None
     hidden = scoped.quiet_names() if scoped else set()

@@ -10,7 +10,11 @@ import sys
 import click
 
 from memsync.base.errors import MemsyncError
+from memsync.base.signal_inbox import SignalInbox, blocked_in_new_threads
 from memsync.cli.common import App, pass_app
+from memsync.config.address import DEFAULT_LISTEN, parse_listen, url_for
+from memsync.orchestration.ui.auth import load_or_create_token
+from memsync.orchestration.ui.server import UiServer
 
 STOPS = (signal.SIGINT, signal.SIGTERM)
 
@@ -31,11 +35,6 @@ def ui(app: App, listen: str | None, url_only: bool) -> None:
     ([ui] listen), `memsync ui --url` prints its link. Ctrl-C (SIGINT) stops it with exit
     130, SIGTERM with exit 0, even while a browser holds the page open.
     """
-    from memsync.base.signal_inbox import SignalInbox, blocked_in_new_threads
-    from memsync.config.address import DEFAULT_LISTEN, parse_listen, url_for
-    from memsync.orchestration.ui.auth import load_or_create_token
-    from memsync.orchestration.ui.server import UiServer
-
     try:
         settings = app.config.ui
     except MemsyncError:

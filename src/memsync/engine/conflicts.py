@@ -1,9 +1,9 @@
 """Conflicts as `memsync conflicts` lists them and `memsync resolve` settles them.
 
 One place for both, so the status page's buttons do exactly what the command line does. A
-rollback (a store that went back in time, ``sync/mirror.py``) is a conflict that names that
-store; many can be settled at once (``settle_rollbacks``), as a store restored from a backup
-needs.
+rollback (a store that went back in time, ``engine/mirror_rollbacks.py``) is a conflict that
+names that store; many can be settled at once (``settle_rollbacks``), as a store restored
+from a backup needs.
 """
 
 from __future__ import annotations

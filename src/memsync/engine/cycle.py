@@ -229,7 +229,7 @@ class Engine:
         except MemsyncError as exc:
             outcome.state, outcome.error = ProviderState.ERROR, str(exc)
             outcome.exit_code = exc.exit_code
-        if outcome.error:  # reported once, with the cycle's other failures (sync/failures.py)
+        if outcome.error:  # reported once, with the cycle's other failures (engine/failures.py)
             log.debug("%s: %s", provider.name, outcome.error)
 
     def _nothing_to_do(self, lead: list[str], report: CycleReport) -> bool:
@@ -285,7 +285,7 @@ class Engine:
         return self.store.dirty.mark(receivers, own=own)
 
     def _adopt(self, run_id: int, report: CycleReport) -> None:
-        """Link what providers already held in common (``sync/adopt.py``), unless turned off."""
+        """Link what providers already held in common (``engine/adopt.py``), unless turned off."""
         if not self.settings.adopt:
             return
         result = adopt(self.store, self.providers, self.topology.active, run_id)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from memsync.base.errors import ProviderError
 from memsync.base.scopes import split_scoped_name
+from memsync.engine.provider_state import ProviderState
 
 if TYPE_CHECKING:
     from memsync.engine.report import CycleReport
@@ -77,8 +78,6 @@ def without_name(name: str, text: str) -> str:
 
 def provider_failures(report: CycleReport) -> list[ProviderFailure]:
     """Every failure of the cycle, one per configured provider and reason, in report order."""
-    from memsync.engine.report import ProviderState
-
     folded: dict[tuple[str, str], list[str]] = {}
     whole: set[tuple[str, str]] = set()
     codes: dict[tuple[str, str], int] = {}

@@ -16,15 +16,7 @@ which are kept; a store memsync takes retired memories out of (``tombstones_reti
 those too.
 
 A store that goes back in time (restored from a backup, or a server that lost acknowledged
-writes over a restart) answers older versions than memsync had seen from it. Where a store's
-``updated_at`` only moves forward (``Capabilities.ordered_updates``: every Mem0 kind), a
-listed version older than the newest memsync saw of that memory there, or one memsync saw
-before and since superseded, is a **rollback**, not an edit: it is staged as the store holds
-it (status counts what the store serves; ``history`` shows it) and flagged, so the planner
-copies it nowhere until the user settles it (``sync/plan.py``). In a full listing that
-showed any rollback, a memory the store no longer holds went back in time with it: it is
-flagged too, never inferred deleted elsewhere. More unsettled rollbacks than ``max_delete``
-allows refuse the provider for the cycle, as deletes over it do.
+writes) is told from one edited since by ``mirror_rollbacks.RollbackWatch``.
 
 A record read ``detached`` (an agent rewrote it through a store's own API and the fields memsync
 keeps beside the text there are gone, see ``Record.detached``) whose staged version still had
@@ -39,18 +31,18 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import replace
 from typing import Any
 
 from memsync.base.faults import fault_point
-from memsync.base.records import Record, Skipped, is_expired, parse_instant, utc_now_iso
+from memsync.base.records import Record, Skipped, is_expired, utc_now_iso
 from memsync.engine import unsynced
 from memsync.engine.excluded import MirrorExclusion
+from memsync.engine.mirror_result import DeleteLimits, MirrorResult
+from memsync.engine.mirror_rollbacks import RollbackWatch
 from memsync.providers.base import Listing, Provider
 from memsync.staging.journal import journal_row
-from memsync.staging.records import StagedRef, StagedVersion, TokenRefresh
-from memsync.staging.rollbacks import Rollback, SeenVersion
+from memsync.staging.records import StagedRef, TokenRefresh
 from memsync.staging.store import StagingStore, record_row
 
 __all__ = [
@@ -61,60 +53,6 @@ __all__ = [
     "load_cursor",
     "save_cycle_summary",
 ]
-
-
-@dataclass
-class DeleteLimits:
-    percent: float
-    count: int
-    force: bool = False
-
-    def exceeded(self, deletes: int, total: int) -> bool:
-        """Over the count, or (from two deletes up) over the share of the provider's records."""
-        if self.force or deletes == 0:
-            return False
-        if deletes > self.count:
-            return True
-        return deletes >= 2 and deletes > total * self.percent / 100.0
-
-
-@dataclass
-class MirrorResult:
-    provider: str
-    mode: str = "full"
-    added: int = 0
-    changed: int = 0
-    removed: int = 0
-    listed: int = 0
-    skipped: list[Skipped] = field(default_factory=list)
-    complete: bool = False
-    partial_reason: str | None = None
-    refused: str | None = None
-    refused_by: str | None = None  # the gate: "max_delete" (deletes) or "rollbacks"
-    rolled_back: int = 0  # memories this listing found gone back in time (see module doc)
-    reset: bool = False
-    excluded: int = 0  # records its exclude covers (memsync.base.exclude)
-    excluded_copies: dict[str, int] = field(default_factory=dict)  # made before the rule
-    outside: int | None = None  # records outside the store's layout (Listing.outside)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "listed": self.listed,
-            "added": self.added,
-            "changed": self.changed,
-            "removed": self.removed,
-            "rolled_back": self.rolled_back,
-            "skipped": [s.as_dict() for s in self.skipped],
-            "complete": self.complete,
-            "partial_reason": self.partial_reason,
-            "refused": self.refused,
-            "refused_by": self.refused_by,
-            "reset": self.reset,
-            **({"excluded": self.excluded} if self.excluded else {}),
-            **({"excluded_copies": self.excluded_copies} if self.excluded_copies else {}),
-            **({"outside": self.outside} if self.outside is not None else {}),
-        }
 
 
 def check_identity(store: StagingStore, provider: Provider) -> bool:
@@ -156,6 +94,7 @@ class Mirror:
         self.records = store.records
         self.records.start_listing()
         self.exclusion = MirrorExclusion(store, provider)
+        self.rollbacks = RollbackWatch(store, provider, run_id, limits, self.result)
         # A memory its store gives no created_at (a native mnem node without event_time) is
         # dated when memsync first sees it: one instant, which every copy then carries.
         self.first_seen_at = utc_now_iso()
@@ -180,7 +119,7 @@ class Mirror:
         with self.store.transaction():
             self._removals(listing, before)
             result.excluded = self.exclusion.settle(listing)
-            self._rollback_gate(max(before, result.listed))
+            self.rollbacks.gate(max(before, result.listed))
             if listing.complete:
                 self._commit_cursor(listing)
         result.excluded_copies = self.exclusion.copies()
@@ -212,7 +151,7 @@ class Mirror:
             now = utc_now_iso()  # the page's journal entries, one transaction, one instant
             fresh = self._first_sightings(records)
             existing = self.records.staged_versions(name, [r.id for r in fresh])
-            rolled_back = self._rolled_back(fresh, existing)
+            rolled_back = self.rollbacks.among(fresh, existing)
             upserts: list[tuple[Any, ...]] = []
             tokens: list[TokenRefresh] = []
             journal: list[tuple[Any, ...]] = []
@@ -289,51 +228,6 @@ class Mirror:
         new = [record_id for record_id in undated if record_id not in staged]
         return self.provider.first_dates(new) if new else {}
 
-    def _rolled_back(
-        self, records: list[Record], existing: dict[str, StagedVersion]
-    ) -> list[Rollback]:
-        """The records among these that went back in time (see the module docstring)."""
-        if not self.provider.capabilities.ordered_updates:
-            return []
-        suspects = []
-        for record in records:
-            old = existing.get(record.id)
-            if old is None or record.detached or record.version == old.version:
-                continue
-            if record.fingerprint != old.fingerprint:
-                suspects.append((record, old))
-        if not suspects:
-            return []
-        seen: dict[str, list[SeenVersion]] = {}
-        links = sorted({old.link_id for _, old in suspects})
-        for version in self.store.rollbacks.seen_versions(self.provider.name, links):
-            seen.setdefault(version.provider_id, []).append(version)
-        found = []
-        now = utc_now_iso()
-        for record, old in suspects:
-            versions = [
-                *seen.get(record.id, []),
-                SeenVersion(record.id, old.updated_at, old.version),
-            ]
-            newest, newest_text = _newest(versions)
-            listed = parse_instant(record.updated_at)
-            older = listed is not None and newest is not None and listed < newest
-            returned = any(v.version == record.version for v in versions if v.version)
-            if older or returned:
-                name = self.provider.name
-                found.append(
-                    Rollback(
-                        name,
-                        old.link_id,
-                        record.id,
-                        newest_text,
-                        record.updated_at,
-                        self.run_id,
-                        now,
-                    )
-                )
-        return found
-
     def _carry_over(self, record: Record, version: str | None) -> Record:
         """A detached record (see Record.detached) with what its store could not keep taken
         from the version staged for it: the text, the store's own provenance and whatever
@@ -408,8 +302,8 @@ class Mirror:
                 "(if this is right, run `memsync sync --force-delete`)"
             )
             return
-        if gone and listing.mode == "full" and self._went_back_in_time():
-            self._lost_in_the_rollback(gone)
+        if gone and listing.mode == "full" and self.rollbacks.went_back_in_time():
+            self.rollbacks.lost_with_it(gone)
             return
         if self.limits.exceeded(len(gone), before):
             self.result.refused_by = "max_delete"
@@ -426,70 +320,10 @@ class Mirror:
         self.records.remove((name, row.provider_id) for row in gone)
         self.result.removed += len(gone)
 
-    def _went_back_in_time(self) -> bool:
-        """This store showed rollbacks (in this listing, or ones still unsettled)."""
-        if not self.provider.capabilities.ordered_updates:
-            return False
-        return self.result.rolled_back > 0 or self.store.rollbacks.any_in(self.provider.name)
-
-    def _lost_in_the_rollback(self, gone: list[StagedRef]) -> None:
-        """Memories a store that went back in time no longer holds: flagged as rolled back
-        (the planner deletes them nowhere), out of its mirror as they are out of the store."""
-        name, now = self.provider.name, utc_now_iso()
-        staged = self.records.staged_versions(name, [row.provider_id for row in gone])
-        self.store.rollbacks.flag(
-            Rollback(
-                name,
-                row.link_id,
-                row.provider_id,
-                staged[row.provider_id].updated_at if row.provider_id in staged else None,
-                None,
-                self.run_id,
-                now,
-            )
-            for row in gone
-        )
-        self.store.journal.append(
-            journal_row(self.run_id, name, row.link_id, "removed", None, row.provider_id)
-            for row in gone
-        )
-        self.records.remove((name, row.provider_id) for row in gone)
-        self.result.removed += len(gone)
-        self.result.rolled_back += len(gone)
-
-    def _rollback_gate(self, total: int) -> None:
-        """More unsettled rollbacks than max_delete allows: the provider sits this cycle out."""
-        if self.result.refused or not self.provider.capabilities.ordered_updates:
-            return
-        name = self.provider.name
-        unsettled = self.store.rollbacks.unsettled(name)
-        if not DeleteLimits(self.limits.percent, self.limits.count).exceeded(unsettled, total):
-            return
-        self.result.refused_by = "rollbacks"
-        self.result.refused = (
-            f"{unsettled} of {total} memories in {name} are older versions than memsync saw "
-            f"there before (restored from a backup? writes lost?), over max_delete "
-            f"({self.limits.percent:g}% / {self.limits.count}); nothing copied from or to "
-            f"{name}. Settle them all: `memsync resolve --rolled-back {name} --keep {name}` "
-            f"takes its older versions everywhere, `--keep OTHER` writes the newer ones back "
-            f"into {name}"
-        )
-
     def _commit_cursor(self, listing: Listing) -> None:
         now = utc_now_iso()
         full_scan_at = now if listing.mode == "full" else None
         self.store.providers.save_cursor(self.provider.name, listing.cursor, full_scan_at, now)
-
-
-def _newest(versions: list[SeenVersion]) -> tuple[datetime | None, str | None]:
-    """The newest updated_at among these versions (as an instant, and as it was written)."""
-    newest: datetime | None = None
-    text: str | None = None
-    for version in versions:
-        instant = parse_instant(version.updated_at)
-        if instant is not None and (newest is None or instant > newest):
-            newest, text = instant, version.updated_at
-    return newest, text
 
 
 def load_cursor(store: StagingStore, provider: str) -> tuple[str | None, str | None]:

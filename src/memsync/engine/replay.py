@@ -4,7 +4,8 @@ outcome before relying on it.
 Targets replay in a fixed order: the active backend, the other providers, backups last.
 At-least-once replay plus origin markers make it effectively once: a write whose outcome
 was lost in a crash shows up in the next mirror under its origin and is recognised, not
-redone. Failures back off exponentially and are parked as dead after ``max_attempts``.
+redone. Failures back off exponentially and are parked as dead after ``max_attempts``
+(``replay_outcomes``).
 
 A provider that stops answering (its HTTP client's breaker opens after a few connection
 failures in a row) gets no more writes this cycle: its writes stay pending, their attempts
@@ -17,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from memsync.base.errors import (
     AuthError,
@@ -28,22 +29,19 @@ from memsync.base.errors import (
 )
 from memsync.base.faults import fault_point
 from memsync.base.records import parse_instant, utc_now_iso
-from memsync.base.write_kind import WriteKind
 from memsync.engine.freshness import changed_targets
 from memsync.engine.plan import Action, Topology
 from memsync.engine.recorder import Recorder
+from memsync.engine.replay_outcomes import Outcomes
 from memsync.engine.report import (
     CycleReport,
-    FailureEntry,
     ProviderState,
     SyncOptions,
 )
 from memsync.engine.writes import ops_for
 from memsync.providers.base import Provider, WriteOp, WriteResult
-from memsync.staging.journal import journal_row
-from memsync.staging.links import FirstAgreement, NewBase
 from memsync.staging.outbox import NewAction, OutboxRow
-from memsync.staging.store import StagingStore, record_row
+from memsync.staging.store import StagingStore
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +57,6 @@ BATCHED_REPLAY = 10_000
 # about twice one commit of everything (10k, 10k, 20k, 40k... rather than quadratic), up to
 # this many writes a batch, which bounds the memory a batch holds.
 STORE_SIZED_REPLAY = 50_000
-BACKOFF_BASE = timedelta(seconds=30)
-BACKOFF_MAX = timedelta(hours=1)
 
 
 def supersede_stale(store: StagingStore, run_id: int, options: SyncOptions) -> None:
@@ -128,6 +124,7 @@ class Replay:
         self.max_attempts = max_attempts
         self.use = use
         self.scoped = scoped
+        self.outcomes = Outcomes(store, max_attempts)
 
     def run(
         self, run_id: int, topology: Topology, report: CycleReport, options: SyncOptions
@@ -179,7 +176,7 @@ class Replay:
                     ahead = None
                 rows = upcoming
         except ProviderUnreachable as exc:
-            # Said once, through the report's failure path (sync/failures.py): the outcome's
+            # Said once, through the report's failure path (engine/failures.py): the outcome's
             # error and the notice carry the same sentence, which folds into one line.
             kept = self.store.outbox.count_pending(run_id, provider.name)
             said = f"{exc}; {kept} writes kept for the next cycle"
@@ -270,13 +267,13 @@ class Replay:
                         held.append((row, result))
                     else:
                         if unreachable is None:
-                            self._record_held(recorder, provider, held, report, settled)
+                            self.outcomes.record_held(recorder, provider, held, report, settled)
                         settled.add(row.id)
-                        if self._record_outcome(recorder, provider, row, result, report):
+                        if self.outcomes.record_outcome(recorder, provider, row, result, report):
                             done.append((row, result))
                     fault_point("replay:result")
                     if len(done) >= OUTCOME_GROUP or time.monotonic() - flushed_at > OUTCOME_DELAY:
-                        recorder.record(self._remember_written, provider.name, done)
+                        recorder.record(self.outcomes.remember_written, provider.name, done)
                         done, flushed_at = [], time.monotonic()
                     if isinstance(result.error, AuthError | ProviderBusy):
                         keep_going = False
@@ -285,9 +282,9 @@ class Replay:
                         break
             finally:
                 if done:
-                    recorder.record(self._remember_written, provider.name, done)
+                    recorder.record(self.outcomes.remember_written, provider.name, done)
             if unreachable is None:
-                self._record_held(recorder, provider, held, report, settled)
+                self.outcomes.record_held(recorder, provider, held, report, settled)
         if unreachable is not None:
             with self.store.transaction():
                 self.store.outbox.keep_pending(
@@ -297,116 +294,6 @@ class Replay:
         if reading is None or {r.link_id for r in rows} & {r.link_id for r in upcoming}:
             return keep_going, None  # read before this batch's records of the same memories
         return keep_going, Ahead(reading.result())
-
-    def _record_held(
-        self,
-        recorder: Recorder,
-        provider: Provider,
-        held: list[tuple[OutboxRow, WriteResult]],
-        report: CycleReport,
-        settled: set[int],
-    ) -> None:
-        """The run of failures ended without the breaker opening: record each as failed."""
-        for row, result in held:
-            settled.add(row.id)
-            self._record_outcome(recorder, provider, row, result, report)
-        held.clear()
-
-    def _record_outcome(
-        self,
-        recorder: Recorder,
-        provider: Provider,
-        row: OutboxRow,
-        result: WriteResult,
-        report: CycleReport,
-    ) -> bool:
-        """Count a success (recorded with its group); hand a failure to the recorder at once.
-        True if the write was done."""
-        outcome = report.providers[provider.name]
-        if result.error is None:
-            report.replayed[row.kind] += 1
-            outcome.written += 1
-            return True
-        attempts = row.attempts + 1
-        dead = attempts >= self.max_attempts
-        delay = min(BACKOFF_BASE * (2 ** (attempts - 1)), BACKOFF_MAX)
-        if isinstance(result.error, TransientProviderError) and result.error.retry_after:
-            delay = max(delay, timedelta(seconds=result.error.retry_after))
-        message = (
-            str(result.error) if isinstance(result.error, MemsyncError) else repr(result.error)
-        )
-        recorder.record(
-            self._record_failure, row.id, dead, message[:500], datetime.now(UTC) + delay
-        )
-        outcome.failed += 1
-        report.failures.append(FailureEntry(provider.name, row.kind, row.link_id, message, dead))
-        return False
-
-    def _record_failure(self, action_id: int, dead: bool, error: str, retry: datetime) -> None:
-        with self.store.transaction():
-            self.store.outbox.fail(
-                action_id,
-                dead=dead,
-                error=error,
-                next_attempt_at=retry.isoformat(),
-                now=utc_now_iso(),
-            )
-
-    def _remember_written(self, provider: str, done: list[tuple[OutboxRow, WriteResult]]) -> None:
-        """Record a group of successes: outbox done, and the writes as the mirror will see them.
-
-        Successes are recorded in groups (OUTCOME_GROUP writes or OUTCOME_DELAY seconds), not
-        one transaction per write: a commit between every write made the stores' own fsyncs
-        slower (12% of a first sync into Mem0). A crash loses at most one group's records,
-        never a memory: the writes carry origin markers and the next mirror recognises them
-        (the crash matrix kills memsync between every write to prove it).
-        """
-        if not done:
-            return
-        now = utc_now_iso()
-        records, bases, agreements, journal = [], [], [], []
-        removed: list[tuple[str, str]] = []  # records gone from the provider
-        unlinked: list[tuple[str, str, str | None]] = []  # bases of deleted records
-        for row, result in done:
-            link_id, run_id = row.link_id, row.run_id
-            record = result.record
-            if row.kind == WriteKind.DELETE:
-                assert row.provider_id is not None  # a delete always names its target
-                removed.append((provider, row.provider_id))
-                unlinked.append((link_id, provider, row.provider_id))
-                journal.append(
-                    journal_row(run_id, provider, link_id, "removed", None, row.provider_id, now)
-                )
-                continue
-            if record is None:
-                continue
-            records.append(record_row(provider, link_id, record, run_id))
-            if row.provider_id and row.provider_id != record.id:
-                # The provider gave the memory a new id on update (Cognee): drop the old row.
-                removed.append((provider, row.provider_id))
-            if not _restores_own_fields(row, provider):
-                bases.append(
-                    NewBase(
-                        link_id, provider, record.id, record.fingerprint, record.content_hash, now
-                    )
-                )
-            agreements.append(
-                FirstAgreement(
-                    link_id, record.fingerprint, record.content_hash, record.updated_at or now, now
-                )
-            )
-            journal.append(
-                journal_row(run_id, provider, link_id, "written", record, record.id, now)
-            )
-        with self.store.transaction():
-            self.store.outbox.finish((row.id for row, _ in done), now)
-            self.store.upsert_records(records)
-            self.store.links.set_bases(bases)
-            self.store.links.agree_if_new(agreements)
-            self.store.records.remove(removed)
-            self.store.links.drop_bases(unlinked)
-            self.store.journal.append(journal)
-        fault_point("replay:remembered")
 
 
 class Ahead:
@@ -431,15 +318,6 @@ def _in_a_run_of_failures(result: WriteResult) -> bool:
     connection, a 5xx): its record waits to see whether the breaker opens."""
     return isinstance(result.error, TransientProviderError) and not isinstance(
         result.error, ProviderBusy
-    )
-
-
-def _restores_own_fields(row: OutboxRow, provider: str) -> bool:
-    """A repair the mirror queued (a store's own record written back with the fields an agent
-    rewrite dropped): it reconciles nothing, so the provider's base stays where it was. Moving
-    it would hide the agent's edit from the planner while a conflict on it is still open."""
-    return (
-        row.kind == WriteKind.UPDATE and row.source == provider and row.source_link == row.link_id
     )
 
 

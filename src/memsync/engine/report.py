@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Literal
 
 from memsync.base.errors import ProviderError, RefusedError
@@ -17,22 +16,11 @@ from memsync.base.write_kind import WriteKind
 from memsync.engine.failures import ProviderFailure, provider_failures
 from memsync.engine.mirror import MirrorResult
 from memsync.engine.plan import Action
+from memsync.engine.provider_state import USABLE as USABLE  # re-exported with ProviderState:
+from memsync.engine.provider_state import ProviderState as ProviderState  # read with a report
 
 MAX_LISTED = 1000  # actions listed one by one in a report; the rest are counted
 
-
-class ProviderState(StrEnum):
-    """How a provider (or a scope) fared in a cycle."""
-
-    OK = "ok"
-    PARTIAL = "partial"  # its listing was incomplete: no deletes inferred
-    BUSY = "busy"  # another process held its store
-    REFUSED = "refused"  # the delete gate refused what its listing implied
-    ERROR = "error"
-    SKIPPED = "skipped"  # not part of this cycle (--provider, or stopping)
-
-
-USABLE = frozenset({ProviderState.OK, ProviderState.PARTIAL})  # planned and written this cycle
 
 ConflictState = Literal["open", "resolved"]
 
@@ -190,7 +178,7 @@ class CycleReport:
         self.provider_notices.append(ProviderFailure(provider, reason, exit_code=exit_code))
 
     def provider_failures(self) -> list[ProviderFailure]:
-        """Every failure of this cycle, one per provider and reason (``sync/failures.py``)."""
+        """Every failure of this cycle, one per provider and reason (``engine/failures.py``)."""
         return provider_failures(self)
 
     def add_planned(self, entry: PlannedEntry) -> None:

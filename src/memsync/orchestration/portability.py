@@ -26,7 +26,10 @@ from memsync.base.pmm import Format, Header, Rejected, open_pmm, write_pmm_file,
 from memsync.base.records import Outgoing, Record, Skipped, utc_now_iso
 from memsync.base.sameness import same_key
 from memsync.config import Config
+from memsync.config.scoping import is_template, wildcard_keys
 from memsync.engine.journal import records_at
+from memsync.orchestration.scopes.binding import binding_by_pmm_key
+from memsync.providers import build_provider
 from memsync.providers.base import Provider, WriteOp
 from memsync.staging import StagingStore
 from memsync.staging.import_index import ImportIndex
@@ -158,10 +161,6 @@ def import_into(
 ) -> ImportReport:
     """Import a PMM file into configured provider NAME: into its one scope, or, when it is
     synced per scope (a team), each record into the scope its ``scope_key`` names."""
-    from memsync.config.scoping import is_template, wildcard_keys
-    from memsync.orchestration.scopes.binding import binding_by_pmm_key
-    from memsync.providers import build_provider
-
     entry = config.provider(name)
     base = build_provider(name, config)
     options: dict[str, Any] = dict(

@@ -44,7 +44,8 @@ def build_all(
 class CycleObserver(Protocol):
     """Told, under the cycle lock, as a cycle starts, once it has released each provider it
     opened (by its name in the cycle, with the provider's ``left_token``), and as each scope's
-    cycle ends; the daemon's watcher and probes (``scopes/triggers.py``) keep their notes so."""
+    cycle ends; the daemon's watcher and probes (``orchestration/live/triggers.py``) keep their
+    notes so."""
 
     def cycle_starting(self, store: StagingStore) -> None: ...
 

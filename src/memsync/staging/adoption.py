@@ -1,4 +1,4 @@
-"""The SQL of adoption (``sync/adopt.py``): find unlinked copies of one text, relink them.
+"""The SQL of adoption (``engine/adopt.py``): find unlinked copies of one text, relink them.
 
 Everything runs inside the staging database: candidates go to a temporary table, the groups
 come from a join of that table with itself (and with ``link_state``) on (scope, content hash),
@@ -144,7 +144,7 @@ class OpenMemoryRow(NamedTuple):
 
 
 class AdoptionSearch:
-    """One adoption pass's temporary tables and the relinks it writes (``sync/adopt.py``).
+    """One adoption pass's temporary tables and the relinks it writes (``engine/adopt.py``).
 
     Runs inside the caller's write transaction: a dry run rolls the relinks back.
     """

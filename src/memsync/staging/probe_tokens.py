@@ -1,5 +1,6 @@
 """What a remote store's change probe answered per scope (``probe_tokens``), kept so that the
-next probe can tell which scopes moved since memsync last listed them (``scopes/probes.py``)."""
+next probe can tell which scopes moved since memsync last listed them
+(``orchestration/live/probes.py``)."""
 
 from __future__ import annotations
 

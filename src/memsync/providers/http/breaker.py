@@ -5,7 +5,7 @@ counts; any answer at all, even an error status, shows the server is there and r
 count. After ``threshold`` such failures in a row, across all of a provider's workers, the
 breaker opens: every later request of the cycle fails at once with ``ProviderUnreachable``
 instead of being sent and retried, and replay keeps the provider's writes pending for the
-next cycle (``sync/replay.py``). A new cycle makes a new client, and so a closed breaker.
+next cycle (``engine/replay.py``). A new cycle makes a new client, and so a closed breaker.
 
 Without it, a server killed mid-cycle cost every pending write its full retry schedule (four
 tries with backoff, eight at a time): 145 writes took 92 s and printed some 580 lines.

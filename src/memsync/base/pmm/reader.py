@@ -1,218 +1,33 @@
-"""PMM v1 (portable memory manifest) codec: JSON and JSONL, streamed in both directions.
+"""Reading a PMM file (JSON or JSONL, gzipped or not) one record at a time.
 
-Neither reading nor writing holds more than one record in memory, so a million-record backup
-costs the same memory as a thousand. A broken header refuses the whole file; a broken record
-is reported with its line (JSONL) or index (JSON) and field, and the others go on.
-
-A memory's own metadata keys stay top-level keys of the record's ``metadata`` (where other PMM
-readers expect them); what memsync and the provider add lives under ``metadata["memsync"]``.
-"""
+A broken header refuses the whole file; a broken record is reported with its line (JSONL) or
+index (JSON) and field, and the others go on."""
 
 from __future__ import annotations
 
-import bisect
 import gzip
-import hashlib
-import heapq
 import io
 import json
 import os
-from array import array
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, Any, Literal, cast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any, cast
 
 import ijson
 
 from memsync.base.errors import PMMError, RecordError
-from memsync.base.records import RESERVED_PREFIX, Record, parse_instant, utc_now_iso
-
-# The largest text a record may carry when it is read in (config: [pmm] max_content_bytes).
-DEFAULT_MAX_CONTENT_BYTES = 1024 * 1024
-
-PMM_VERSION = 1
-MEMSYNC_KEY = RESERVED_PREFIX  # metadata["memsync"]
-Format = Literal["jsonl", "json"]
+from memsync.base.pmm.schema import (
+    DEFAULT_MAX_CONTENT_BYTES,
+    Format,
+    Header,
+    check_header,
+    record_from_pmm,
+)
+from memsync.base.pmm.seen_ids import SeenIds
+from memsync.base.records import Record
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 1 << 16
-
-
-@dataclass(frozen=True)
-class Header:
-    source_provider: str
-    scope: dict[str, Any] = field(default_factory=dict)
-    exported_at: str = field(default_factory=utc_now_iso)
-    pmm_version: int = PMM_VERSION
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "pmm_version": self.pmm_version,
-            "exported_at": self.exported_at,
-            "source_provider": self.source_provider,
-            "scope": self.scope,
-        }
-
-
-# --- record <-> PMM dict -------------------------------------------------------------------
-
-
-def record_to_pmm(record: Record) -> dict[str, Any]:
-    """A Record as a PMM record; memsync's own facts go under metadata["memsync"]."""
-    own: dict[str, Any] = {}
-    if record.created_at:
-        own["created_at"] = record.created_at
-    if record.updated_at:
-        own["updated_at"] = record.updated_at
-    if record.version:
-        own["version"] = record.version
-    if record.origin:
-        own["origin"] = record.origin
-    if record.provenance:
-        own["provenance"] = record.provenance
-    if record.expiration_date:
-        own["expiration_date"] = record.expiration_date  # a backup keeps expired memories too
-    metadata = dict(record.metadata)
-    if own:
-        metadata[MEMSYNC_KEY] = own
-    return {
-        "id": record.id,
-        "content": record.content,
-        "metadata": metadata,
-        "scope_key": record.scope_key,
-    }
-
-
-def record_from_pmm(raw: Any, location: str, max_content_bytes: int) -> Record:
-    """Validate one PMM record and turn it into a Record; RecordError names the field."""
-    if not isinstance(raw, dict):
-        raise RecordError("a record must be a JSON object", location=location)
-    if "content" not in raw:
-        raise RecordError("missing", location=location, field="content")
-    content = raw["content"]
-    if not isinstance(content, str):
-        raise RecordError(
-            f"must be a string, got {type(content).__name__}", location=location, field="content"
-        )
-    size = len(content.encode("utf-8", errors="surrogatepass"))
-    if size > max_content_bytes:
-        raise RecordError(
-            f"{size} bytes is over the {max_content_bytes}-byte limit "
-            "(raise [pmm] max_content_bytes to accept it)",
-            location=location,
-            field="content",
-        )
-    record_id = raw.get("id")
-    if record_id is not None and not isinstance(record_id, str):
-        raise RecordError("must be a string or null", location=location, field="id")
-    metadata = raw.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise RecordError("must be an object", location=location, field="metadata")
-    scope_key = raw.get("scope_key") or ""
-    if not isinstance(scope_key, str):
-        raise RecordError("must be a string", location=location, field="scope_key")
-    own = metadata.get(MEMSYNC_KEY)
-    own = own if isinstance(own, dict) else {}
-    provenance = own.get("provenance")
-    try:
-        content.encode("utf-8")
-    except UnicodeEncodeError:
-        raise RecordError("is not valid Unicode text", location=location, field="content") from None
-    return Record(
-        id=record_id or "",
-        content=content,
-        metadata={k: v for k, v in metadata.items() if k != MEMSYNC_KEY},
-        scope_key=scope_key,
-        created_at=_str_or_none(own.get("created_at")),
-        updated_at=_str_or_none(own.get("updated_at")),
-        version=_str_or_none(own.get("version")),
-        provenance=provenance if isinstance(provenance, dict) else {},
-        origin=_str_or_none(own.get("origin")),
-        expiration_date=_str_or_none(own.get("expiration_date")),
-    )
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _check_header(raw: Any, where: str) -> Header:
-    if not isinstance(raw, dict):
-        raise PMMError(f"{where}: the PMM header must be a JSON object")
-    if "pmm_version" not in raw:
-        if "content" in raw:
-            raise PMMError(
-                f"{where}: header missing — the file starts with a record; a PMM file starts "
-                "with {pmm_version, exported_at, source_provider, scope}"
-            )
-        raise PMMError(f"{where}: header has no 'pmm_version'; is this a PMM file?")
-    version = raw["pmm_version"]
-    if version != PMM_VERSION or isinstance(version, bool):
-        raise PMMError(
-            f"{where}: pmm_version {version!r} is not supported (this memsync reads version 1)"
-        )
-    exported_at = raw.get("exported_at")
-    if not isinstance(exported_at, str) or parse_instant(exported_at) is None:
-        raise PMMError(f"{where}: header field 'exported_at' must be an ISO-8601 timestamp")
-    source = raw.get("source_provider")
-    if not isinstance(source, str) or not source:
-        raise PMMError(f"{where}: header field 'source_provider' must be a non-empty string")
-    scope = raw.get("scope", {})
-    if not isinstance(scope, dict):
-        raise PMMError(f"{where}: header field 'scope' must be an object")
-    return Header(source_provider=source, scope=scope, exported_at=exported_at)
-
-
-# --- duplicate ids ---------------------------------------------------------------------------
-
-
-class SeenIds:
-    """Membership of record ids in 8 bytes an id (64-bit digests in sorted runs).
-
-    A plain set of strings would cost ~100 bytes an id and break the constant-memory promise
-    at a million records. A false duplicate needs a 64-bit collision (about 1 in 3.6e7 at a
-    million ids); it is reported as a rejection, never a silent drop.
-    """
-
-    _BUFFER = 65536
-
-    def __init__(self) -> None:
-        self._recent: dict[int, None] = {}
-        self._runs: list[array[int]] = []
-
-    @staticmethod
-    def _digest(value: str) -> int:
-        return int.from_bytes(hashlib.blake2b(value.encode(), digest_size=8).digest(), "big")
-
-    def add(self, value: str) -> bool:
-        """Remember value; False if it was seen before."""
-        key = self._digest(value)
-        if key in self._recent or any(self._contains(run, key) for run in self._runs):
-            return False
-        self._recent[key] = None
-        if len(self._recent) >= self._BUFFER:
-            self._flush()
-        return True
-
-    @staticmethod
-    def _contains(run: array[int], key: int) -> bool:
-        index = bisect.bisect_left(run, key)
-        return index < len(run) and run[index] == key
-
-    def _flush(self) -> None:
-        run = array("Q", sorted(self._recent))
-        self._recent = {}
-        self._runs.append(run)
-        # Merge runs of similar size so lookups stay logarithmic in count of runs.
-        while len(self._runs) > 1 and len(self._runs[-2]) <= len(self._runs[-1]) * 2:
-            last = self._runs.pop()
-            before = self._runs.pop()
-            # A lazy merge: no list of a million ints in between, only the two arrays.
-            self._runs.append(array("Q", heapq.merge(before, last)))
-
-
-# --- reading ---------------------------------------------------------------------------------
 
 
 @dataclass
@@ -265,7 +80,7 @@ class PMMReader:
         if isinstance(parsed, dict) and "records" not in parsed:
             self.format = "jsonl"
             self._line_number = 1
-            return _check_header(parsed, f"{self.name}: line 1")
+            return check_header(parsed, f"{self.name}: line 1")
         self.format = "json"
         return self._read_json_header(line)
 
@@ -426,7 +241,7 @@ class PMMReader:
             raise PMMError(f"{self.name}: not UTF-8 text; is this a PMM file?") from None
         if "records" in top:
             raise PMMError(f"{self.name}: 'records' must be an array")
-        return _check_header(top, self.name)
+        return check_header(top, self.name)
 
     def _iter_json(self) -> Iterator[Record | Rejected]:
         if not self._stream.seekable():
@@ -550,58 +365,3 @@ def open_pmm(
     except PMMError:
         buffered.close()
         raise
-
-
-# --- writing ---------------------------------------------------------------------------------
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def write_pmm_stream(
-    out: IO[str], header: Header, records: Iterable[Record], fmt: Format = "jsonl"
-) -> int:
-    """Write a PMM document to a text stream, one record at a time; returns the count."""
-    count = 0
-    if fmt == "jsonl":
-        out.write(_dumps(header.as_dict()) + "\n")
-        for record in records:
-            out.write(_dumps(record_to_pmm(record)) + "\n")
-            count += 1
-        return count
-    head = header.as_dict()
-    out.write("{" + ",".join(f"{_dumps(k)}:{_dumps(v)}" for k, v in head.items()))
-    out.write(',"records":[')
-    for record in records:
-        out.write(("," if count else "\n") + _dumps(record_to_pmm(record)))
-        count += 1
-    out.write("\n]}\n")
-    return count
-
-
-def write_pmm_file(
-    path: Path,
-    header: Header,
-    records: Iterable[Record],
-    fmt: Format = "jsonl",
-    *,
-    compress: bool = False,
-) -> int:
-    """Write a PMM file atomically (temp file, fsync, rename), mode 0600; returns the count.
-
-    A crash or a full disk leaves either the old file or none, never a truncated one.
-    """
-    from memsync.base.files import atomic_writer
-
-    with atomic_writer(path, binary=True) as raw:
-        binary: IO[bytes] = (
-            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if compress else raw  # type: ignore[assignment]
-        )
-        text = io.TextIOWrapper(binary, encoding="utf-8", newline="\n", write_through=False)
-        count = write_pmm_stream(text, header, records, fmt)
-        text.flush()
-        text.detach()
-        if compress:
-            binary.close()
-    return count

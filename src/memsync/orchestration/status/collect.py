@@ -1,0 +1,227 @@
+"""The status report as plain data (`status --json`), from the config, the locks and staging.
+
+Config, daemon, providers, outbox, conflicts, backups and cutover readiness.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from memsync.base.dream import MERGED, Dream
+from memsync.base.errors import MemsyncError
+from memsync.base.exclude import Exclusion
+from memsync.base.lock import cycle_lock, is_locked, read_daemon_info
+from memsync.base.paths import Paths
+from memsync.base.records import is_expired
+from memsync.base.scopes import Scope
+from memsync.config import Config, load_config
+from memsync.orchestration.backups import newest_backups
+from memsync.orchestration.scopes.report import discovery_line, incomplete_discoveries
+from memsync.orchestration.scopes.views import fold_scopes, only_scope
+from memsync.orchestration.status.cutover import NO_OUTBOX, cutover_readiness, verify_summary
+from memsync.orchestration.status.cycle_state import cycle_state
+from memsync.orchestration.status.times import seconds_between
+from memsync.staging import StagingStore
+
+
+def collect_status(paths: Paths) -> dict[str, Any]:
+    report: dict[str, Any] = {
+        "config": {"path": str(paths.config_file), "ok": False, "error": None},
+        "database": {"path": str(paths.database), "exists": paths.database.exists()},
+        "daemon": _daemon(paths),
+        "cycle": _cycle_lock(paths),
+        "providers": {},
+        "outbox": {"pending": 0, "failed": 0, "dead": 0},
+        "conflicts": {"open": 0},
+        "rollbacks": {},  # provider -> memories it went back in time on, not settled yet
+        "last_run": None,
+        "discovery": {},  # per wildcard source, from the newest run that discovered scopes
+        "last_backup": _last_backup(paths.backups_dir),
+        "backups": newest_backups(paths.backups_dir),
+    }
+    configured: dict[str, Any] = {}
+    config: Config | None = None
+    try:
+        config = load_config(paths.config_file)
+        report["config"]["ok"] = True
+        report["config"]["active"] = config.sync.active
+        configured = {
+            name: {"type": entry.type, "direction": entry.direction}
+            | ({"exclude": Exclusion.of(entry).describe()} if Exclusion.of(entry) else {})
+            for name, entry in config.providers.items()
+        }
+    except MemsyncError as exc:
+        report["config"]["error"] = str(exc)
+    report["cutover"] = []
+    report["verify"] = {"interval": None, "pairs": [], "failing": 0}
+    for name, info in configured.items():
+        report["providers"][name] = {
+            **info,
+            "records": 0,
+            "hidden": 0,
+            "scopes": {},
+            "last_cycle": None,
+            "state": None,
+            "outbox": dict(NO_OUTBOX),
+        }
+    if paths.database.exists():
+        try:
+            with StagingStore.open(paths.database, create=False) as store:
+                _from_store(store, report)
+                if config is not None:
+                    report["cutover"] = cutover_readiness(store, config)
+                    report["verify"] = verify_summary(report["cutover"], config)
+        except MemsyncError as exc:
+            report["database"]["error"] = str(exc)
+    return report
+
+
+def status_report(paths: Paths, scope: Scope | None = None) -> dict[str, Any]:
+    """``collect_status`` as `memsync status` shows it: a wildcard provider's scopes folded
+    into it, or with SCOPE, that one scope's providers alone."""
+    report = collect_status(paths)
+    if scope is not None:
+        only_scope(report, scope)
+    else:
+        fold_scopes(report)
+    return report
+
+
+def _provider_entry(report: dict[str, Any], name: str) -> dict[str, Any]:
+    """The report's entry for NAME; one the config no longer names is marked so."""
+    if name not in report["providers"]:
+        report["providers"][name] = {
+            "configured": False,
+            "records": 0,
+            "hidden": 0,
+            "scopes": {},
+            "last_cycle": None,
+            "state": None,
+            "outbox": dict(NO_OUTBOX),
+        }
+    entry: dict[str, Any] = report["providers"][name]
+    return entry
+
+
+# Stores that stop serving a memory once its date has passed: Mem0 hides it from default
+# reads, mnem and Hindsight hold memsync's tombstone. Cognee cannot hold expiry (it keeps
+# serving them) and a PMM backup keeps everything.
+HIDES_EXPIRED = frozenset({"mem0-oss", "mem0-server", "mem0-platform", "mnem", "hindsight"})
+
+
+def _hidden(dated: Any) -> str | None:
+    """Why a store does not serve these records although memsync keeps them, if it does not:
+    "expired", or "retired" (by Dream: mnem holds memsync's tombstone of a superseded or
+    merged memory, the Platform hides a merged one from default reads)."""
+    if dated.type in HIDES_EXPIRED and is_expired(dated.expiration_date):
+        return "expired"
+    dream = Dream.of({"lifecycle_state": dated.lifecycle_state, "replaced_by": dated.replaced_by})
+    if dated.type == "mnem" and dream.retired:
+        return "retired"
+    if dated.type == "mem0-platform" and dream.lifecycle_state == MERGED:
+        return "retired"
+    return None
+
+
+def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
+    counts = store.status_counts
+    for count in counts.records_by_scope():
+        entry = _provider_entry(report, count.provider)
+        entry["records"] += count.records
+        entry["scopes"][count.scope_key] = count.records
+    for dated in counts.maybe_hidden_by_scope():
+        # Hidden is not deleted: the mirror keeps such a memory, its store no longer serves
+        # it. Counted apart, so "records" is what the store serves.
+        why = _hidden(dated)
+        if why is None:
+            continue
+        entry = _provider_entry(report, dated.provider)
+        entry["records"] -= dated.records
+        entry["scopes"][dated.scope_key] -= dated.records
+        entry["hidden"] = entry.get("hidden", 0) + dated.records
+        by_reason = entry.setdefault("hidden_by", {})
+        by_reason[why] = by_reason.get(why, 0) + dated.records
+        hidden = entry.setdefault("hidden_scopes", {})
+        hidden[dated.scope_key] = hidden.get(dated.scope_key, 0) + dated.records
+    durations = _run_durations(store)
+    for name, last_cycle in store.providers.last_cycles():
+        entry = _provider_entry(report, name)
+        cycle = json.loads(last_cycle) if last_cycle else None
+        if cycle is not None:
+            cycle["duration_s"] = durations.get(cycle.get("run_id"))
+        entry["last_cycle"] = cycle
+        entry["state"] = cycle_state(cycle, name=name)
+    for outbox in counts.outbox_needing_work():
+        _provider_entry(report, outbox.provider)["outbox"][outbox.state] = outbox.actions
+        report["outbox"][outbox.state] += outbox.actions
+    report["outbox"]["dead_actions"] = [action._asdict() for action in counts.dead_actions(20)]
+    report["conflicts"]["open"] = store.conflicts.count_open()
+    report["rollbacks"] = store.rollbacks.counts()
+    for name, count in report["rollbacks"].items():
+        _provider_entry(report, name)["rolled_back"] = count
+    report["discovery"] = last_discovery(store, report["providers"])
+    run = store.runs.latest()
+    if run:
+        report["last_run"] = {
+            "id": run.id,
+            "started_at": run.started_at,
+            "finished_at": run.finished_at,
+            "status": run.status,
+            "duration_s": seconds_between(run.started_at, run.finished_at),
+        }
+
+
+def last_discovery(store: StagingStore, configured: dict[str, Any]) -> dict[str, Any]:
+    """What the newest run's discovery found per configured wildcard source, each with the
+    warning a person must read while it is not complete ("N users found, more may exist")."""
+    found = store.runs.latest_discovery()
+    if found is None:
+        return {}
+    run_id, finished_at, raw = found
+    sources = {
+        name: dict(entry)
+        for name, entry in json.loads(raw).items()
+        if name in configured and configured[name].get("configured", True)
+    }
+    warnings = incomplete_discoveries(sources)
+    for name, entry in sources.items():
+        entry["run_id"], entry["at"] = run_id, finished_at
+        entry["warning"] = warnings.get(name)
+        entry["line"] = warnings.get(name) or discovery_line(name, entry)
+    return sources
+
+
+def _run_durations(store: StagingStore) -> dict[int, float | None]:
+    """How long each provider's last cycle (the whole run it was part of) took, in seconds."""
+    return {
+        run.id: seconds_between(run.started_at, run.finished_at)
+        for run in store.runs.of_last_cycles()
+    }
+
+
+def _daemon(paths: Paths) -> dict[str, Any]:
+
+    return read_daemon_info(paths)
+
+
+def _cycle_lock(paths: Paths) -> dict[str, Any]:
+    """Whether a sync cycle (the daemon's or a manual one) holds the cycle lock right now."""
+    lock = cycle_lock(paths)
+    if not is_locked(lock.path):
+        return {"running": False}
+    return {"running": True, "pid": lock.holder().get("pid")}
+
+
+def _last_backup(directory: Path) -> dict[str, Any] | None:
+    if not directory.is_dir():
+        return None
+    files = sorted(
+        (p for p in directory.rglob("*.pmm.jsonl*") if p.is_file()),
+        key=lambda p: p.stat().st_mtime,
+    )
+    if not files:
+        return None
+    newest = files[-1]
+    return {"path": str(newest), "bytes": newest.stat().st_size, "count": len(files)}
