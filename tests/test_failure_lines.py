@@ -1,4 +1,4 @@
-"""A cycle's failures, folded into one line per provider and reason (``sync/failures.py``):
+"""A cycle's failures, folded into one line per provider and reason (``engine/failures.py``):
 the same failure from every scope is said once, the provider's name once, writes count up
 into one line, and the exit code follows the worst."""
 

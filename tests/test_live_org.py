@@ -1,6 +1,6 @@
 """An organisation, live: memsync's own stores and writes start nothing, at any number of stores.
 
-The daemon's ``Live`` (``scopes/triggers.py``) runs as the daemon runs it, over a Mem0 server
+The daemon's ``Live`` (``orchestration/live/triggers.py``) runs as the daemon runs it, over a Mem0 server
 double served on a loopback socket (a real mem0 ``Memory``, its memories indexed per user as
 pgvector's are) and real mnem stores, one per user from a path template, made by the first
 sync. Issue 33 saw a first sync that created 497 stores followed by cycles that never

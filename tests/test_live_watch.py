@@ -2,7 +2,7 @@
 
 Real parts throughout: mnem stores written by another process through the real SDK, a
 pmm-dir written by another process, a real staging store, watchfiles on the real file system,
-and the daemon's own ``Live`` (``scopes/triggers.py``) running hinted cycles as the daemon does.
+and the daemon's own ``Live`` (``orchestration/live/triggers.py``) running hinted cycles as the daemon does.
 The interval is an hour in these configs, so only the watcher can deliver a change in time.
 """
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from memsync.base.dream import MERGED, Dream
 from memsync.base.errors import ProviderUnavailable
 from memsync.base.exclude import Exclusion
 from memsync.config import Config, ProviderConfig
@@ -33,6 +34,26 @@ FACTORIES: dict[str, str] = {
     "hindsight": "memsync.providers.hindsight.provider:build",
     "cognee": "memsync.providers.cognee.provider:build",
 }
+# What a store of each type stops serving while memsync keeps it, as status counts it apart:
+# a memory whose date passed (Mem0 hides it from default reads; mnem and Hindsight hold
+# memsync's tombstone; Cognee keeps serving it, a PMM backup keeps everything), and what Dream
+# retired (mnem holds memsync's tombstone of a superseded or merged memory; the Platform hides
+# a merged one from default reads).
+_HIDES_EXPIRED = frozenset({"mem0-oss", "mem0-server", "mem0-platform", "mnem", "hindsight"})
+
+
+def not_served(provider_type: str, *, expired: bool, dream: Dream) -> str | None:
+    """Why a store of PROVIDER_TYPE does not serve a memory memsync keeps: "expired",
+    "retired", or None when it serves it."""
+    if expired and provider_type in _HIDES_EXPIRED:
+        return "expired"
+    if provider_type == "mnem" and dream.retired:
+        return "retired"
+    if provider_type == "mem0-platform" and dream.lifecycle_state == MERGED:
+        return "retired"
+    return None
+
+
 # The types whose providers borrow their store from the daemon's held stores (``held=``).
 BORROW_HELD = frozenset({"mnem"})
 
@@ -117,5 +138,6 @@ __all__ = [
     "build_provider",
     "change_probe",
     "check_for_daemon",
+    "not_served",
     "watched_files",
 ]

@@ -139,8 +139,8 @@ class Jobs:
                     gate,
                     outcome.mirror.refused,
                 )
-        for failure in report.provider_failures():  # one line each (sync/failures.py)
-            # busy is normal for a while: sync/unsynced.py raises its voice once it has lasted
+        for failure in report.provider_failures():  # one line each (engine/failures.py)
+            # busy is normal for a while: engine/unsynced.py raises its voice once it has lasted
             level = logging.INFO if failure.busy else logging.WARNING
             log.log(level, "sync #%d: %s", report.run_id, failure.line())
         self.notifier.status(line)

@@ -7,7 +7,7 @@ One foreground process that systemd (or any supervisor) runs:
   syncs when it wakes). The first sync runs at start. A job that outlasts its interval is one
   info line when it ends (``folded_runs``), not a warning per run folded into the next.
 - Between them, watched local stores and probed remote ones start cycles for only the
-  providers and scopes that changed (``scopes/triggers.py``).
+  providers and scopes that changed (``orchestration/live/triggers.py``).
 - The mnem stores it syncs are served to agents on a local socket (``orchestration/serve``): while
   an agent uses one through memsync's clients, the daemon holds its one handle, and its own
   cycles use that handle too: the daemon's held stores (``providers/held``) are passed to

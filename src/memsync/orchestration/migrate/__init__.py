@@ -35,7 +35,6 @@ memory id, with no store-wide event log to replay.
 ``one_shot`` holds the pass and its report, ``mem0_source`` the Mem0 object as a source.
 """
 
-from memsync.orchestration.migrate.mem0_source import Mem0Source
 from memsync.orchestration.migrate.one_shot import (
     DEFAULT_BATCH,
     STORE_SIZED_BATCH,
@@ -43,6 +42,7 @@ from memsync.orchestration.migrate.one_shot import (
     import_mem0,
     migrate,
 )
+from memsync.providers.mem0.object_source import Mem0Source
 
 __all__ = [
     "DEFAULT_BATCH",

@@ -15,8 +15,8 @@ from typing import Any, Literal
 from memsync.base.errors import ProviderError
 from memsync.base.records import Outgoing, Record, Skipped
 from memsync.base.sameness import Copies, SameKey, same_key, scope_of, star_scope
-from memsync.orchestration.migrate.mem0_source import Mem0Source
 from memsync.providers.base import Provider, WriteOp
+from memsync.providers.mem0.object_source import Mem0Source
 from memsync.providers.mnem.handle import StagedChangesPresent
 from memsync.providers.mnem.provider import MnemProvider
 

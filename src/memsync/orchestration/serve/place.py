@@ -28,6 +28,7 @@ class Place:
     scope_key: str  # its records' PMM scope_key, as a cycle gives them
     busy_timeout: float
     namespace: tuple[str, ...] | None = None  # a store holding many scopes: its template
+    branch: str | None = None  # the branch the provider syncs (its batches' notes name it)
 
     @property
     def hint(self) -> Hint:
@@ -75,11 +76,20 @@ def place_of(config: Config, root: Path) -> Place | None:
             for template in _spellings(Path(entry.path)):
                 hint = MnemTemplate(name, template).hint_for(root / ".mnem" / "store")
                 if hint is not None and hint.scope is not None:
-                    return Place(root, name, hint.scope, hint.scope.pmm_key, entry.busy_timeout)
+                    return Place(
+                        root,
+                        name,
+                        hint.scope,
+                        hint.scope.pmm_key,
+                        entry.busy_timeout,
+                        branch=entry.branch,
+                    )
             continue
         if Path(entry.path).expanduser().resolve() == root:
             key = entry.scope_key or root.name
-            return Place(root, name, None, key, entry.busy_timeout, _many_scopes(entry))
+            return Place(
+                root, name, None, key, entry.busy_timeout, _many_scopes(entry), entry.branch
+            )
     return None
 
 

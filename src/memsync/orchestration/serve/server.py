@@ -48,6 +48,7 @@ from memsync.orchestration.serve.wire import (
 )
 from memsync.providers.held import HeldStore, HeldStores
 from memsync.providers.mnem.holder import process
+from memsync.providers.mnem.in_flight import InFlight, store_identity, unstage_left_behind
 from memsync.providers.mnem.opening import open_at
 from memsync.providers.watched import Hint
 
@@ -132,9 +133,14 @@ class StoreServer:
         return done
 
     def _recover(self, store: HeldStore) -> None:
-        """A store was opened in this process: unstage an agent's write a crash cut short."""
+        """A store was opened in this process: unstage an agent's write a crash cut short, and
+        memsync's own batch a kill cut short (so that no agent's commit sweeps it in)."""
         try:
             self.intents.recover(store, store.root)
+            place = place_of(self.config, store.root)
+            if place is not None:
+                note = InFlight(store_identity(store.root, place.branch))
+                unstage_left_behind(store, note, label=f"{place.label} ({store.root})")
         except Exception as exc:  # never the reason a store cannot be used
             log.warning("%s: could not check for an interrupted write (%s)", store.root, exc)
 

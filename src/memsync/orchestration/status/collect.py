@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memsync.base.dream import MERGED, Dream
+from memsync.base.dream import Dream
 from memsync.base.errors import MemsyncError
 from memsync.base.exclude import Exclusion
 from memsync.base.lock import cycle_lock, is_locked, read_daemon_info
@@ -23,6 +23,7 @@ from memsync.orchestration.scopes.views import fold_scopes, only_scope
 from memsync.orchestration.status.cutover import NO_OUTBOX, cutover_readiness, verify_summary
 from memsync.orchestration.status.cycle_state import cycle_state
 from memsync.orchestration.status.times import seconds_between
+from memsync.providers import not_served
 from memsync.staging import StagingStore
 
 
@@ -105,24 +106,11 @@ def _provider_entry(report: dict[str, Any], name: str) -> dict[str, Any]:
     return entry
 
 
-# Stores that stop serving a memory once its date has passed: Mem0 hides it from default
-# reads, mnem and Hindsight hold memsync's tombstone. Cognee cannot hold expiry (it keeps
-# serving them) and a PMM backup keeps everything.
-HIDES_EXPIRED = frozenset({"mem0-oss", "mem0-server", "mem0-platform", "mnem", "hindsight"})
-
-
 def _hidden(dated: Any) -> str | None:
-    """Why a store does not serve these records although memsync keeps them, if it does not:
-    "expired", or "retired" (by Dream: mnem holds memsync's tombstone of a superseded or
-    merged memory, the Platform hides a merged one from default reads)."""
-    if dated.type in HIDES_EXPIRED and is_expired(dated.expiration_date):
-        return "expired"
+    """Why a store does not serve these records although memsync keeps them, if it does not
+    ("expired", "retired": the store type's own rule, ``providers.not_served``)."""
     dream = Dream.of({"lifecycle_state": dated.lifecycle_state, "replaced_by": dated.replaced_by})
-    if dated.type == "mnem" and dream.retired:
-        return "retired"
-    if dated.type == "mem0-platform" and dream.lifecycle_state == MERGED:
-        return "retired"
-    return None
+    return not_served(dated.type, expired=is_expired(dated.expiration_date), dream=dream)
 
 
 def _from_store(store: StagingStore, report: dict[str, Any]) -> None:

@@ -35,7 +35,7 @@ from typing import Any, Self, TypeVar
 from memsync.base.errors import ProviderError, TransientProviderError
 from memsync.providers.base import Provider
 from memsync.providers.held import HeldStore, HeldStores
-from memsync.providers.mnem.in_flight import InFlight
+from memsync.providers.mnem.in_flight import InFlight, store_identity, unstage_left_behind
 from memsync.providers.mnem.layouts import MEM0, Layout
 from memsync.providers.mnem.meanwhile import Meanwhile
 from memsync.providers.mnem.opening import elsewhere, load_sdk, open_at, open_store, sdk_of
@@ -114,7 +114,7 @@ class StoreHandle(Provider):
     # identity ---------------------------------------------------------------------------
 
     def identity(self) -> str:
-        return f"mnem:{self._where()}" + (f"@{self.branch}" if self.branch else "")
+        return store_identity(self._where(), self.branch)
 
     def scope_key(self) -> str:
         return self._scope_key or self._where().name
@@ -223,22 +223,12 @@ class StoreHandle(Provider):
         return self._in_flight
 
     def _note_foreign_staging(self) -> None:
-        pending = self._staged_ids()
-        noted = self.in_flight.noted()
-        if pending and noted is not None and pending <= noted:
-            log.warning(
-                "%s: %d change(s) memsync staged in %s were never committed (memsync was "
-                "stopped in the middle of a batch); unstaged, they are written again from "
-                "memsync's outbox",
-                self.name,
-                len(pending),
-                self.path,
-            )
-            if self.unstage(sorted(pending)):
-                self.in_flight.clear()
-            pending = self._staged_ids()
-        elif not pending and noted is not None:
-            self.in_flight.clear()  # committed after all (memsync stopped after its commit)
+        pending = self.sdk_call(
+            "read staging",
+            lambda: unstage_left_behind(
+                self.store, self.in_flight, label=f"{self.name} ({self.path})", unstage=self.unstage
+            ),
+        )
         self._foreign_staging = sorted(pending)
         if pending:
             log.warning(
@@ -283,15 +273,6 @@ class StoreHandle(Provider):
         except ProviderError:
             return None
         return head
-
-    def _staged_ids(self) -> set[str]:
-        staged: set[str] = self.sdk_call(
-            "read staging",
-            lambda: (
-                {node_id for node_id, _ in self.store.staged()} | set(self.store.staged_deletions())
-            ),
-        )
-        return staged
 
     def unstage(self, node_ids: list[str]) -> bool:
         """Leave staging as memsync found it (clean) after a failed batch; False if some

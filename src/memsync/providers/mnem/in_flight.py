@@ -21,11 +21,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from memsync.base.paths import make_private_dir, resolve_paths
+
+log = logging.getLogger("memsync.mnem")
 
 
 class InFlight:
@@ -70,3 +74,40 @@ class InFlight:
     def clear(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
+
+
+def store_identity(root: Path, branch: str | None = None) -> str:
+    """What names a mnem store in memsync's notes: its resolved directory, and its branch."""
+    return f"mnem:{root}" + (f"@{branch}" if branch else "")
+
+
+def unstage_left_behind(
+    store: Any, note: InFlight, *, label: str, unstage: Callable[[list[str]], bool] | None = None
+) -> set[str]:
+    """Unstage memsync's own batch a kill cut short from the open STORE, when every change
+    staged there is named in its NOTE; what is still staged afterwards (another writer's).
+
+    ``unstage`` undoes a list of staged changes (True when all went); by default the SDK's own
+    ``unstage``, one node at a time. Whoever opens a store first runs this: a cycle's provider,
+    or the daemon leasing it to an agent (so an agent's commit never sweeps the batch in)."""
+    if unstage is None:
+        unstage = lambda ids: all(store.unstage(node_id) for node_id in ids)  # noqa: E731
+    pending = _staged(store)
+    noted = note.noted()
+    if pending and noted is not None and pending <= noted:
+        log.warning(
+            "%s: %d change(s) memsync staged were never committed (memsync was stopped in the "
+            "middle of a batch); unstaged, they are written again from memsync's outbox",
+            label,
+            len(pending),
+        )
+        if unstage(sorted(pending)):
+            note.clear()
+        pending = _staged(store)
+    elif not pending and noted is not None:
+        note.clear()  # committed after all (memsync stopped after its commit)
+    return pending
+
+
+def _staged(store: Any) -> set[str]:
+    return {node_id for node_id, _ in store.staged()} | set(store.staged_deletions())
