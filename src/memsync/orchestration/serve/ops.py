@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from mnem import InvalidRefError, MnemError, agents
 
 from memsync.base.mnem_items import item_of
-from memsync.orchestration.serve import portable
 
 Op = Callable[..., Any]
 LOG_LIMIT = 20  # mnem-mcp's default for history
@@ -230,6 +230,24 @@ def _invalid_ref(message: str) -> MnemError:
     return error
 
 
+def _portable() -> ModuleType:
+    # The PMM tools bring the codec, the import and a sync provider: loaded when an agent first
+    # asks for them, not in every agent's start (importing memsync.langgraph, +90 ms).
+    from memsync.orchestration.serve import portable
+
+    return portable
+
+
+def memory_export(store: Any, **args: Any) -> Any:
+    """OpenMem's ``memory_export``: the store as a PMM document (``portable``)."""
+    return _portable().memory_export(store, **args)
+
+
+def memory_import(store: Any, **args: Any) -> Any:
+    """OpenMem's ``memory_import``: a PMM document into the store (``portable``)."""
+    return _portable().memory_import(store, **args)
+
+
 OPS: dict[str, Op] = {
     "remember": remember,
     "remember_many": remember_many,
@@ -246,8 +264,8 @@ OPS: dict[str, Op] = {
     "merge": merge,
     "search": search,
     "list_namespaces": list_namespaces,
-    "memory_export": portable.memory_export,  # memsync's PMM tools beside mnem's own
-    "memory_import": portable.memory_import,
+    "memory_export": memory_export,  # memsync's PMM tools beside mnem's own
+    "memory_import": memory_import,
 }
 # Each of these commits (or moves HEAD): the daemon acknowledges it only once mnem has, and
 # marks the store's scope changed.
