@@ -408,6 +408,7 @@ def test_another_program_that_only_reads_a_mnem_store_starts_no_cycle(
     seen = r.live.own_changes
     assert nodes_of(store) == {"tea": "likes green tea"}
     wait_until(lambda: r.live.own_changes > seen, "the read to be seen and recognised")
+    assert r.live.cycles == 0, "the read started a cycle"  # (a cycle's own let-go counts too)
     # A real change afterwards is the one cycle: the read started none before it.
     notes = tmp_path / "notes" / "alice.pmm.jsonl"
     another_program_writes_pmm(notes, "m-coffee", "drinks coffee at nine", "alice")
