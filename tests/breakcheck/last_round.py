@@ -17,7 +17,7 @@ LAST_ROUND: list[Break] = [
     Break(
         "page-folds-app-team",
         "tests/test_app_scopes.py::test_status_log_and_the_page_speak_per_app",
-        "src/memsync/orchestration/status.py",
+        "src/memsync/orchestration/status/page.py",
         '    report = status_report(paths)\n    for name, entry in report["providers"].items():\n',
         '    report = collect_status(paths)\n    for name, entry in report["providers"].items():\n',
         "the page folds a team (apps) into its provider, as status does",
@@ -25,7 +25,7 @@ LAST_ROUND: list[Break] = [
     Break(
         "config-full-pass-daily-beside-database-probe",
         "tests/test_config.py::test_a_probe_without_an_interval_makes_the_full_pass_rare",
-        "src/memsync/config/__init__.py",
+        "src/memsync/config/model.py",
         "interval = COMPLETELY_PROBED_INTERVAL if complete else PROBED_INTERVAL",
         "interval = PROBED_INTERVAL",
         "beside a probe that sees every change, the full pass is daily",
@@ -50,7 +50,7 @@ LAST_ROUND: list[Break] = [
     Break(
         "mnem-leftover-with-another-writers-change",
         "tests/test_crash_mnem_commit.py::test_a_batch_another_writer_staged_into_is_left_alone",
-        "src/memsync/providers/mnem/handle.py",
+        "src/memsync/providers/mnem/in_flight.py",
         "if pending and noted is not None and pending <= noted:",
         "if pending and noted is not None:",
         "a leftover is memsync's only when its note names every staged change",
@@ -59,7 +59,7 @@ LAST_ROUND: list[Break] = [
         "entities-incomplete-said-complete",
         "tests/test_discovery_honesty.py::test_every_command_says_more_may_exist_until_the"
         "_database_resolves_it",
-        "src/memsync/orchestration/scopes/server_discovery.py",
+        "src/memsync/providers/mem0/server_discovery.py",
         'scopes, complete=census.complete, note=census.note, source="GET /entities"',
         'scopes, complete=True, note=census.note, source="GET /entities"',
         "a discovery /entities cannot finish says more may exist",
@@ -68,9 +68,9 @@ LAST_ROUND: list[Break] = [
         "database-url-in-config",
         "tests/test_discovery_honesty.py::test_a_database_url_in_the_config_itself_is_refused"
         "_with_what_to_do",
-        "src/memsync/config/__init__.py",
-        '_DATABASE_KEYS = {"database_url", "database", "dsn", "connection_string"}',
-        '_DATABASE_KEYS = {"database", "dsn", "connection_string"}',
+        "src/memsync/config/fields.py",
+        'DATABASE_KEYS = {"database_url", "database", "dsn", "connection_string"}',
+        'DATABASE_KEYS = {"database", "dsn", "connection_string"}',
         "a database URL in the config is refused with what to do",
     ),
     Break(
@@ -95,9 +95,9 @@ LAST_ROUND: list[Break] = [
         "migrate-missing-store-says-how",
         "tests/test_e2e_mnem.py::test_migrate_into_a_missing_store_without_create_says_how_to"
         "_make_it",
-        "src/memsync/providers/mnem/handle.py",
-        'f"{self.name}: no mnem store at {self.path}; set create = true in "',
-        'f"{self.name}: no mnem store at {self.path}; see "',
+        "src/memsync/providers/mnem/opening.py",
+        'f"{name}: no mnem store at {path}; set create = true in "',
+        'f"{name}: no mnem store at {path}; see "',
         "a missing store's error says how to make it",
     ),
     Break(
@@ -212,7 +212,7 @@ LAST_ROUND: list[Break] = [
     Break(
         "namespace-segment-unchecked",
         "tests/test_layouts.py::test_a_user_id_that_cannot_be_a_namespace_segment_is_refused",
-        "src/memsync/base/scopes.py",
+        "src/memsync/base/mnem_items.py",
         "            problem = _segment_problem(value)\n",
         "            problem = None\n",
         "a user id that cannot be a namespace segment is refused",
@@ -221,7 +221,7 @@ LAST_ROUND: list[Break] = [
         "team-store-taken-for-one-scope",
         "tests/test_layouts.py::test_one_store_holds_every_scope_when_its_namespace_names_the"
         "_wildcard_keys",
-        "src/memsync/base/scopes.py",
+        "src/memsync/config/scoping.py",
         "        if is_template(entry) or scoped_in_store(entry)\n",
         "        if is_template(entry)\n",
         "a namespace naming the wildcard keys makes one store hold every scope",
@@ -229,7 +229,7 @@ LAST_ROUND: list[Break] = [
     Break(
         "layout-namespace-keys-unchecked",
         "tests/test_layouts.py::test_a_layout_that_cannot_place_memories_is_refused_with_one_line",
-        "src/memsync/base/scopes.py",
+        "src/memsync/config/scoping.py",
         "        if used == keys:\n            continue\n",
         "        if True:\n            continue\n",
         "a layout that cannot place memories is refused",
@@ -239,7 +239,7 @@ LAST_ROUND: list[Break] = [
         "agents-namespace-unfilled",
         "tests/test_layouts_agents.py::test_langmem_finds_every_migrated_memory_of_alice_and"
         "_none_of_bobs",
-        "src/memsync/base/scopes.py",
+        "src/memsync/base/mnem_items.py",
         "            filled.append(value)\n",
         "            filled.append(segment)\n",
         "each user's memories in that user's namespace",
@@ -317,7 +317,7 @@ LAST_ROUND: list[Break] = [
         "agents-colon-user-written",
         "tests/test_layouts_agents.py::test_deletes_cross_both_ways_and_a_user_id_that_cannot_be"
         "_a_namespace_is_refused",
-        "src/memsync/base/scopes.py",
+        "src/memsync/base/mnem_items.py",
         '    if NAMESPACE_SEPARATOR in value:\n        return f"contains {NAMESPACE_SEPARATOR!r}"\n',
         "",
         "a user id holding ':' is refused",
@@ -336,7 +336,7 @@ LAST_ROUND: list[Break] = [
         "live-own-store-changes-are-others",
         "tests/test_live_org.py::test_a_first_sync_that_creates_a_thousand_stores_starts_no"
         "_cycle_after_it[watched]",
-        "src/memsync/orchestration/live/triggers.py",
+        "src/memsync/orchestration/live/local_stores.py",
         "            if hint in left and self._unchanged(store, hint, left[hint]):\n",
         "            if False:\n",
         "the stores memsync made and left start no cycle",
@@ -353,7 +353,7 @@ LAST_ROUND: list[Break] = [
     Break(
         "live-own-probe-answers-listed",
         "tests/test_live_org.py::test_a_burst_of_hundreds_of_scopes_is_one_cycle_and_never_a_loop",
-        "src/memsync/orchestration/live/triggers.py",
+        "src/memsync/orchestration/live/probing.py",
         "                if label in expected and flags.tokens.get(label) == expected[label]\n",
         "                if False\n",
         "the probe's answers to memsync's own writes start nothing",
@@ -362,7 +362,7 @@ LAST_ROUND: list[Break] = [
         "watch-signature-by-time",
         "tests/test_live_watch.py::test_a_mnem_stores_content_signature_ignores_a_read_and_sees"
         "_every_write",
-        "src/memsync/orchestration/live/watch.py",
+        "src/memsync/providers/mnem/watched.py",
         '    return signature_of(store / ".mnem", by_content=True)\n',
         '    return signature_of(store / ".mnem")\n',
         "a store's signature moves with a write, not a read",
@@ -371,19 +371,21 @@ LAST_ROUND: list[Break] = [
         "watch-read-is-a-change",
         "tests/test_live_watch.py::test_another_program_that_only_reads_a_mnem_store_starts_no"
         "_cycle",
-        "src/memsync/orchestration/live/watch.py",
+        "src/memsync/providers/mnem/watched.py",
         "    def signature(self, scope: Scope | None) -> Signature:\n"
         "        return content_signature(self.root)\n",
         "    def signature(self, scope: Scope | None) -> Signature:\n"
         '        return signature_of(self.root / ".mnem")\n',
         "a program that only reads a store starts no cycle",
-        also=(("        return mnem_settled(self.root, token)\n", "        return None\n"),),
+        also=(
+            ("        return mnem_settled(self.root, token, self.held)\n", "        return None\n"),
+        ),
     ),
     Break(
         "watch-team-store-let-go-is-a-change",
         "tests/test_live_watch.py::test_one_mnem_store_holding_every_scope_is_watched_and"
         "_memsyncs_own_writes_start_nothing",
-        "src/memsync/orchestration/live/triggers.py",
+        "src/memsync/orchestration/live/local_stores.py",
         "        if store.signature(hint.scope) == note.files:\n            return True\n",
         "",
         "memsync's own writes to a team store start nothing",
@@ -399,7 +401,7 @@ LAST_ROUND: list[Break] = [
         "named-extra-users-unsaid",
         "tests/test_named_scopes.py::test_a_named_team_is_complete_and_users_found_beside_it_are"
         "_synced_and_said",
-        "src/memsync/orchestration/scopes/server_discovery.py",
+        "src/memsync/providers/mem0/server_discovery.py",
         '        note = f"the server also holds {shown}, not in {named.describe()}"\n',
         "        note = None\n",
         "users the routes find beside the team's list are said",
@@ -407,7 +409,7 @@ LAST_ROUND: list[Break] = [
     Break(
         "named-command-failure-silent",
         "tests/test_named_scopes.py::test_a_command_prints_the_team_and_its_failure_is_one_line",
-        "src/memsync/orchestration/scopes/named.py",
+        "src/memsync/providers/named_scopes.py",
         '        reason = f": {said[-1]}" if said else ""\n',
         '        reason = ""\n',
         "a failing scopes_command's error is its last line",
@@ -416,7 +418,7 @@ LAST_ROUND: list[Break] = [
         "named-bad-line-unnamed",
         "tests/test_named_scopes.py::test_two_wildcards_take_key_value_pairs_and_a_bad_line_is"
         "_named",
-        "src/memsync/orchestration/scopes/named.py",
+        "src/memsync/providers/named_scopes.py",
         '            f"{where}, line {number}: expected {example}"\n',
         '            f"{where}: expected {example}"\n',
         "a bad line of the team's list is named",
@@ -424,7 +426,7 @@ LAST_ROUND: list[Break] = [
     Break(
         "named-database-and-file-both",
         "tests/test_named_scopes.py::test_database_and_team_keys_are_checked_on_load",
-        "src/memsync/config/__init__.py",
+        "src/memsync/config/providers.py",
         "        if self.database_url_env and self.database_url_file:\n",
         "        if False:\n",
         "database and team keys are checked on load",
@@ -442,7 +444,7 @@ LAST_ROUND: list[Break] = [
         "pmm-mnem-scope-key-is-name",
         "tests/test_pmm_scope_keys.py::test_memories_an_agent_edits_or_writes_in_mnem_stay_in"
         "_erins_backup",
-        "src/memsync/providers/mnem/provider.py",
+        "src/memsync/providers/mnem/configured.py",
         "    scope_key = entry.scope_key or config_scope_key(config)\n",
         "    scope_key = entry.scope_key\n",
         "a mnem store's records carry its Mem0 scope's key",
@@ -460,7 +462,7 @@ LAST_ROUND: list[Break] = [
     Break(
         "batch-reads-each-node",
         "tests/test_provider_mnem.py::test_a_batch_after_a_full_listing_scans_the_store_for_nothing",
-        "src/memsync/providers/mnem/batch.py",
+        "src/memsync/providers/mnem/batch_plan.py",
         "        return self.known.get(node_id)\n",
         "        return self._read(node_id)\n",
         "a batch after a full listing reads no node",
@@ -469,7 +471,7 @@ LAST_ROUND: list[Break] = [
         "batch-ignores-staged-record",
         "tests/test_provider_mnem.py::test_updates_and_deletes_from_an_incremental_cycle_use_the"
         "_staged_record",
-        "src/memsync/providers/mnem/batch.py",
+        "src/memsync/providers/mnem/batch_plan.py",
         "        if previous is not None and previous.id == node_id:\n",
         "        if False:\n",
         "updates and deletes take the staged record",
@@ -477,7 +479,7 @@ LAST_ROUND: list[Break] = [
     Break(
         "batch-reads-each-unknown-create",
         "tests/test_provider_mnem.py::test_creates_nobody_knew_cost_one_diff_for_the_whole_batch",
-        "src/memsync/providers/mnem/batch.py",
+        "src/memsync/providers/mnem/batch_plan.py",
         "        current = self._current(spec.id)\n",
         "        current = self._read(spec.id)\n",
         "creates nobody knew cost one diff",
@@ -486,7 +488,7 @@ LAST_ROUND: list[Break] = [
         "batch-staged-record-taken-as-exact",
         "tests/test_provider_mnem.py::test_an_update_from_the_staged_record_is_written_even_when"
         "_its_version_matches",
-        "src/memsync/providers/mnem/batch.py",
+        "src/memsync/providers/mnem/batch_plan.py",
         "            return previous, False\n",
         "            return previous, True\n",
         "a staged record is not proof of what the node holds",
@@ -585,9 +587,9 @@ LAST_ROUND: list[Break] = [
         "serve-busy-not-daemon",
         "tests/test_serve_daemon.py::test_memsync_sync_beside_a_served_store_says_the_daemon"
         "_holds_it_and_syncs_it",
-        "src/memsync/providers/mnem/handle.py",
-        "                if holder is not None and holder.pid == _daemon_pid():\n",
-        "                if False:\n",
+        "src/memsync/providers/mnem/opening.py",
+        "    if holder is not None and holder.pid == _daemon_pid():\n",
+        "    if False:\n",
         "a store the daemon holds is said so",
     ),
     Break(
@@ -691,7 +693,7 @@ LAST_ROUND: list[Break] = [
         "database-discovery-unused",
         "tests/test_server_database.py::test_discovery_through_the_database_finds_every_user_past"
         "_the_entities_scan",
-        "src/memsync/orchestration/scopes/server_discovery.py",
+        "src/memsync/providers/mem0/server_discovery.py",
         "    if provider.database is not None:\n",
         "    if False:\n",
         "discovery goes through the database",
@@ -700,7 +702,7 @@ LAST_ROUND: list[Break] = [
         "database-discovery-incomplete",
         "tests/test_server_database.py::test_a_cycle_with_the_database_syncs_the_user_the_routes"
         "_never_show",
-        "src/memsync/orchestration/scopes/server_discovery.py",
+        "src/memsync/providers/mem0/server_discovery.py",
         '        return Discovery(scopes, source="database")\n',
         '        return Discovery(scopes, complete=False, source="database")\n',
         "a cycle with the database is complete",
@@ -804,7 +806,7 @@ LAST_ROUND: list[Break] = [
     Break(
         "sql-outside-staging",
         "tests/test_sql_home.py::test_no_sql_runs_outside_staging",
-        "src/memsync/orchestration/status.py",
+        "src/memsync/orchestration/status/page.py",
         "SCOPES_SHOWN = 50  #",
         'def _peek(conn: Any) -> Any:\n    return conn.execute("SELECT 1")\n\n\nSCOPES_SHOWN = 50  #',
         "no SQL runs outside staging",
@@ -831,8 +833,8 @@ LAST_ROUND: list[Break] = [
         "team-restore-one-scope",
         "tests/test_team_backups.py::test_a_teams_backup_restores_a_lost_store_into_its_own_scope",
         "src/memsync/orchestration/scopes/binding.py",
-        "        scope = scope_from_pmm_key(key, binder.keys)\n",
-        '        scope = scope_from_pmm_key("alice", binder.keys)\n',
+        "        scope = Scope.from_pmm_key(key, binder.keys)\n",
+        '        scope = Scope.from_pmm_key("alice", binder.keys)\n',
         "a team's backup restores each memory into its own scope",
     ),
     Break(
@@ -856,15 +858,15 @@ LAST_ROUND: list[Break] = [
     Break(
         "daemon-backup-job-skips-teams",
         "tests/test_team_backups.py::test_the_daemons_backup_job_covers_a_team",
-        "src/memsync/orchestration/daemon/service.py",
-        "        for outcome in take_backups(self.paths, config):\n",
-        "        for outcome in take_backups(self.paths, config, only=['mem0', 'backup']):\n",
+        "src/memsync/orchestration/daemon/jobs.py",
+        "        for outcome in take_backups(self.paths, self.current()):\n",
+        "        for outcome in take_backups(self.paths, self.current(), only=['mem0', 'backup']):\n",
         "the daemon's backup job covers a team",
     ),
     Break(
         "page-sends-every-scope",
         "tests/test_ui_server.py::test_a_team_of_hundreds_is_summarised_and_paged_not_sent_whole",
-        "src/memsync/orchestration/status.py",
+        "src/memsync/orchestration/status/page.py",
         "        shown = sorted(scopes)[:SCOPES_SHOWN]\n",
         "        shown = sorted(scopes)\n",
         "the page gets a team's first 50 scopes, not all",
@@ -872,7 +874,7 @@ LAST_ROUND: list[Break] = [
     Break(
         "page-next-stays",
         "tests/test_ui_browser.py::test_a_team_is_drawn_fifty_scopes_at_a_time_and_paged",
-        "src/memsync/ui/static/app.js",
+        "src/memsync/orchestration/ui/static/app.js",
         'onclick: go({ offset: view.offset + SCOPES_SHOWN }) }, "next ›")',
         'onclick: go({ offset: view.offset }) }, "next ›")',
         "the page pages through a team",
