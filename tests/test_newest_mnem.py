@@ -303,3 +303,53 @@ def test_a_first_listing_past_its_budget_leaves_versions_undated_and_says_how_ma
     assert code == 0 and "undated" not in json.loads(out)["providers"]["agent"], out
     assert reads.count == 0  # the change since the cursor is dated with no read at all
     assert staged("agent")["fact number one"]["updated_at"] == iso(made["time"])
+
+
+def test_writes_the_daemon_serves_are_dated_by_their_commits_without_reading_them_back(
+    home: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's store server (in this process, on its socket) and memsync's client as an
+    agent uses it; the daemon's cycles borrow the store from the same held stores."""
+    from memsync.config import load_config
+    from memsync.engine.report import SyncOptions
+    from memsync.orchestration.runner import run_sync
+    from memsync.orchestration.serve.client import StoreClient
+    from memsync.orchestration.serve.server import StoreServer
+    from memsync.providers.held import HeldStores
+
+    config_file = write_config(
+        home,
+        '[sync]\nactive = "agent"\nconflict = "newest"\n'
+        + mem0_table("old", home / "stores")
+        + f'\n[providers.agent]\ntype = "mnem"\npath = "{home / "agent"}"\n',
+    )
+    mnem.init(home / "agent")
+    gc.collect()
+    with App(home, "old") as memory:
+        memory.add("Prefers tea over coffee", user_id="alice", infer=False)
+    config, paths = load_config(config_file), resolve_paths()
+    server = StoreServer(paths, config, held=HeldStores(), on_write=lambda hint: None)
+    server.start()
+    agent = StoreClient(home / "agent", client="agent", paths=paths)
+    try:
+        assert agent.via_daemon
+        assert run_sync(paths, config, SyncOptions(), held=server.held).exit_code == 0
+        with App(home, "old") as memory:
+            memory.update(ids_by_text(memory)["Prefers tea over coffee"], "Prefers green tea")
+        node = next(n for n, v in agent.call("recall").items() if v["content"].startswith("Pre"))
+        matcha = agent.call("remember", id=node, content="Prefers matcha")["commit"]
+        commute = agent.call("remember", id="commute", content="Cycles to work")["commit"]
+        times = {c["id"]: c["time"] for c in agent.call("history", limit=2)}
+
+        reads = Reads(mnem, monkeypatch)
+        report = run_sync(paths, config, SyncOptions(), held=server.held)
+        assert report.exit_code == 0 and [c.state for c in report.conflicts] == ["resolved"]
+        assert reads.count == 0  # both served commits were noted as the daemon made them
+    finally:
+        agent.close()
+        server.close(grace=5.0)
+        server.held.let_go_of_idle()
+        gc.collect()
+    assert set(mem0_items(home, "old")) == {"Prefers matcha", "Cycles to work"}
+    assert staged("agent")["Cycles to work"]["updated_at"] == iso(times[commute])
+    assert conflict_times(home, monkeypatch)["agent"]["updated_at"] == iso(times[matcha])
