@@ -33,8 +33,10 @@ from bench._common import QUICK, Command, report, run_command
 from bench._mnem_sdk import why_no_real_sdk
 
 NODES = 2_000 if QUICK else 20_000
-HISTORY = 40 if QUICK else 300  # agents' commits after the first, a few edits each
-ROUNDS = 2
+# agents' commits after the first, a few edits each (BENCH_NEWEST_COMMITS: another depth; at
+# 1,000 the store is 2 GB and a full walk of its log took 460 s in the research for issue 37)
+HISTORY = int(os.environ.get("BENCH_NEWEST_COMMITS") or (40 if QUICK else 300))
+ROUNDS = int(os.environ.get("BENCH_NEWEST_ROUNDS") or 2)
 
 # Runs memsync's CLI in this process after the switch: ``off`` makes mnem answer no dates (the
 # provider's default), and every changed_by is counted, said on stderr at exit.

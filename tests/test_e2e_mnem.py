@@ -214,9 +214,8 @@ def backup_items(directory: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-@pytest.fixture
-def synced_cat(home: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Mem0 → mnem (active) → a PMM backup, holding one memory with metadata and a date."""
+def write_cutover_config(home: Path) -> None:
+    """Mem0 ("old", the library) and mnem ("agent", active) in sync, a PMM backup beside them."""
     write_config(
         home,
         '[sync]\nactive = "agent"\nconflict = "newest"\n'
@@ -225,6 +224,12 @@ def synced_cat(home: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch) ->
         + f'\n[providers.backup]\ntype = "pmm-dir"\npath = "{home / "pmm"}"\n'
         + 'direction = "push"\n',
     )
+
+
+@pytest.fixture
+def synced_cat(home: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Mem0 → mnem (active) → a PMM backup, holding one memory with metadata and a date."""
+    write_cutover_config(home)
     mnem.init(home / "agent")
     gc.collect()
     with App(home, "old") as memory:

@@ -26,7 +26,13 @@ from tests.conftest import subprocess_env, write_config
 from tests.mem0_fixtures import DIMS, mem0_payload
 from tests.mnem_sdk import real_sdk
 from tests.test_e2e_mem0 import App, ids_by_text, mem0_table
-from tests.test_e2e_mnem import Agent, backup_items, mem0_items, memsync
+from tests.test_e2e_mnem import (
+    Agent,
+    backup_items,
+    mem0_items,
+    memsync,
+    write_cutover_config,
+)
 
 # An agent in a process of its own: opens the store (waiting while memsync holds it), rewrites
 # the node holding OLD as NEW with mnem's own helper, optionally at a given time, and says the
@@ -91,14 +97,7 @@ def staged(provider: str) -> dict[str, dict[str, Any]]:
 def synced(home: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Mem0 (the application's) ↔ mnem (the agents', active) → a PMM backup, one memory written
     in each store, and synced."""
-    write_config(
-        home,
-        '[sync]\nactive = "agent"\nconflict = "newest"\n'
-        + mem0_table("old", home / "stores")
-        + f'\n[providers.agent]\ntype = "mnem"\npath = "{home / "agent"}"\n'
-        + f'\n[providers.backup]\ntype = "pmm-dir"\npath = "{home / "pmm"}"\n'
-        + 'direction = "push"\nscope_key = "alice"\n',
-    )
+    write_cutover_config(home)
     store = mnem.init(home / "agent")
     mnem.agents.remember(store, "languages", "Speaks Portuguese", source="new-agent")
     del store
