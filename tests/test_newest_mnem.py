@@ -35,8 +35,8 @@ from tests.test_e2e_mnem import (
 )
 
 # An agent in a process of its own: opens the store (waiting while memsync holds it), rewrites
-# the node holding OLD as NEW with mnem's own helper, optionally at a given time, and says the
-# commit it made and that commit's time as mnem's log gives it.
+# the node holding OLD as NEW with mnem's own helper (OLD "+ID": adds node ID), optionally at a
+# given time, and says the commit it made and that commit's time as mnem's log gives it.
 AGENT = """
 import gc, json, sys, time, mnem
 path, old, new, when = sys.argv[1:5]
@@ -49,7 +49,10 @@ while True:
         if time.monotonic() > deadline:
             raise
         time.sleep(0.05)
-node = next(n for n, v in store.working_memory().items() if v.content == old)
+if old.startswith("+"):
+    node = old[1:]
+else:
+    node = next(n for n, v in store.working_memory().items() if v.content == old)
 commit = mnem.agents.remember(
     store, node, new, source="new-agent", time_ms=int(when) if when else None
 )
@@ -88,7 +91,8 @@ def staged(provider: str) -> dict[str, dict[str, Any]]:
     """The mirror's records of PROVIDER by text (in MEMSYNC_HOME's staging store)."""
     with StagingStore.open(resolve_paths().database, create=False) as store:
         rows = store.conn.execute(
-            "SELECT content, updated_at, version FROM records WHERE provider = ?", (provider,)
+            "SELECT content, created_at, updated_at, version FROM records WHERE provider = ?",
+            (provider,),
         ).fetchall()
     return {row["content"]: dict(row) for row in rows}
 
@@ -303,6 +307,22 @@ def test_a_first_listing_past_its_budget_leaves_versions_undated_and_says_how_ma
     assert reads.count == 0  # the change since the cursor is dated with no read at all
     assert staged("agent")["fact number one"]["updated_at"] == iso(made["time"])
 
+    added = agent_edits(home / "agent", "+fact-3", "fact number 3")
+    code, out = memsync(home, monkeypatch, "sync", "--json")
+    assert code == 0 and "undated" not in json.loads(out)["providers"]["agent"], out
+    assert reads.count == 0
+    fact = staged("agent")["fact number 3"]
+    assert fact["updated_at"] == fact["created_at"] == iso(added["time"])
+
+    agent_edits(home / "agent", "fact number one", "fact number 1, again")
+    agent_edits(home / "agent", "fact number 3", "fact number three")
+    code, out = memsync(home, monkeypatch, "sync", "--json")
+    assert code == 0 and json.loads(out)["providers"]["agent"]["undated"] == 2, out
+    assert reads.count == 0  # two commits: the newer must be read first, past this budget
+    agent = staged("agent")
+    assert agent["fact number 1, again"]["updated_at"] is None  # not guessed
+    assert agent["fact number three"]["updated_at"] is None
+
 
 def test_writes_the_daemon_serves_are_dated_by_their_commits_without_reading_them_back(
     home: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch
@@ -322,7 +342,9 @@ def test_writes_the_daemon_serves_are_dated_by_their_commits_without_reading_the
         + mem0_table("old", home / "stores")
         + f'\n[providers.agent]\ntype = "mnem"\npath = "{home / "agent"}"\n',
     )
-    mnem.init(home / "agent")
+    store = mnem.init(home / "agent")
+    mnem.agents.remember(store, "languages", "Speaks Portuguese")
+    del store
     gc.collect()
     with App(home, "old") as memory:
         memory.add("Prefers tea over coffee", user_id="alice", infer=False)
@@ -335,7 +357,7 @@ def test_writes_the_daemon_serves_are_dated_by_their_commits_without_reading_the
         assert run_sync(paths, config, SyncOptions(), held=server.held).exit_code == 0
         with App(home, "old") as memory:
             memory.update(ids_by_text(memory)["Prefers tea over coffee"], "Prefers green tea")
-        node = next(n for n, v in agent.call("recall").items() if v["content"].startswith("Pre"))
+        node = next(n for n, v in agent.call("recall").items() if v["content"].startswith("Pref"))
         matcha = agent.call("remember", id=node, content="Prefers matcha")["commit"]
         commute = agent.call("remember", id="commute", content="Cycles to work")["commit"]
         times = {c["id"]: c["time"] for c in agent.call("history", limit=2)}
@@ -349,6 +371,51 @@ def test_writes_the_daemon_serves_are_dated_by_their_commits_without_reading_the
         server.close(grace=5.0)
         server.held.let_go_of_idle()
         gc.collect()
-    assert set(mem0_items(home, "old")) == {"Prefers matcha", "Cycles to work"}
-    assert staged("agent")["Cycles to work"]["updated_at"] == iso(times[commute])
+    assert set(mem0_items(home, "old")) == {"Prefers matcha", "Cycles to work", "Speaks Portuguese"}
+    commuting = staged("agent")["Cycles to work"]
+    assert commuting["updated_at"] == commuting["created_at"] == iso(times[commute])
     assert conflict_times(home, monkeypatch)["agent"]["updated_at"] == iso(times[matcha])
+
+
+def test_nodes_added_since_the_cursor_are_dated_without_reading_below_it(
+    tmp_path: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every commit after the cursor is noted (as the daemon notes those it serves): a node
+    the listing's diff says was added since is dated by the oldest of them that wrote it, and
+    nothing older is read, however long the history below the cursor."""
+    from memsync.providers.mnem.commits import CommitEntry, staged_entry
+    from memsync.providers.mnem.provider import MnemProvider
+
+    root = tmp_path / "agent"
+    store = mnem.init(root)
+    for n in range(3):  # history below the cursor, never noted
+        mnem.agents.remember(store, f"old-{n}", f"old fact {n}")
+    cursor = store.head_commit()
+    noted = []
+    for content in ("Cycles to work", "Cycles to work, daily"):  # an add, then an edit
+        store.add("commute", content)
+        entry = staged_entry(store, "", 0)
+        commit = store.commit(f"remember commute: {content}", author="agent")
+        noted.append((commit, entry))
+    times = {c.id: c.time for c in store.log(first_parent=True, limit=2)}
+    del store
+    gc.collect()
+
+    reads = Reads(mnem, monkeypatch)
+    provider = MnemProvider("agent", root)
+    provider.open()
+    try:
+        for commit, entry in noted:
+            provider.commits.note(
+                CommitEntry(commit, times[commit], entry.made, entry.removed), save=False
+            )
+        listing = provider.listing(cursor)
+        versions = {r.id: r.version for page in listing.pages() for r in page.records}
+        dates = provider.version_dates(["commute"], versions)
+    finally:
+        provider.close()
+        gc.collect()
+    (added, edited) = (times[commit] for commit, _ in noted)
+    assert dates.created_at == {"commute": iso(added)}
+    assert dates.updated_at == {"commute": iso(edited)}
+    assert reads.count == 0
