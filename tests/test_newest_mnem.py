@@ -149,6 +149,11 @@ def test_a_mnem_edit_made_after_a_mem0_edit_wins_and_carries_its_commits_time(
     backup = backup_items(home / "pmm")
     assert set(backup) == {"Prefers matcha", "Speaks Portuguese"}
     assert backup["Prefers matcha"]["metadata"]["memsync"]["updated_at"] == iso(made["time"])
+    code, out = memsync(home, monkeypatch, "backup")  # a snapshot of what mnem holds, too
+    assert code == 0, out
+    (snapshot,) = (resolve_paths().backups_dir / "agent").glob("*.pmm.jsonl*")
+    kept = backup_items(snapshot.parent)["Prefers matcha"]["metadata"]["memsync"]
+    assert kept["updated_at"] == iso(made["time"])
 
 
 def test_a_mem0_edit_made_after_a_mnem_edit_wins(
