@@ -27,13 +27,14 @@ into=canonical)``, ``supersede(old, by=newer)`` and ``synthesize(text, sources, 
 Whether Dream moves ``updated_at`` is not documented: ``dream_touches_updated_at`` (off by
 default, the case where only a full listing can see the change).
 
-Rate limits: with ``rate_limit`` set (a ``RateLimit``: ``limit`` requests per ``window``
-seconds, fixed windows starting at the first request, over the routes it names; the
-documented one is 1,000 adds a minute), every answer of those routes carries
+Rate limits: with ``rate_limit`` set, every answer of the routes it covers carries
 ``X-RateLimit-Limit``, ``X-RateLimit-Remaining`` and ``X-RateLimit-Reset``, and a request past
-the limit is answered 429 with ``Retry-After``. The headers' units are not documented: Reset
-and Retry-After are whole seconds until the window ends, rounded up (Mem0's client reads
-Retry-After with ``int()``, so it must be whole). ``throttled`` counts the 429s.
+the limit is answered 429 with ``Retry-After``. Two kinds: ``SlidingLimit``
+(``sliding_limit.py``: ``limit`` requests in any ``window`` seconds over every route, the
+documented 1,000 a minute at its hardest for a client), and ``RateLimit``: fixed windows
+starting at the first request, over the routes it names (by default the add route), Reset and
+Retry-After whole seconds until the window ends, rounded up (Mem0's client reads Retry-After
+with ``int()``). ``throttled`` counts the 429s.
 
 Shapes follow what ``MemoryClient`` reads: an add answers ``{"results": [...]}``, records
 (listed or read by id) carry ``session_id`` for the run id, errors are ``{"error": ...}``, and
@@ -69,6 +70,7 @@ from starlette.routing import Route
 
 from memsync.base.records import is_expired, parse_instant
 from tests.doubles import ASGIApp, ASGIBridge, Faults
+from tests.doubles.sliding_limit import SlidingLimit
 
 ENTITY_IDS = ("user_id", "agent_id", "app_id", "run_id")
 MAX_PAGE_SIZE = 200
@@ -93,7 +95,7 @@ class RateLimit:
     def covers(self, method: str, path: str) -> bool:
         return (method, path) in self.routes
 
-    def take(self) -> tuple[bool, dict[str, str]]:
+    def take(self, who: str = "") -> tuple[bool, dict[str, str]]:
         """Whether one more request fits this window, and the headers that say how many do."""
         with self._lock:
             now = self.clock()
@@ -129,7 +131,7 @@ class Mem0PlatformDouble:
         api_key: str,
         page_size_default: int = 100,
         metadata_mode: Literal["replace", "merge"] = "replace",
-        rate_limit: RateLimit | None = None,
+        rate_limit: RateLimit | SlidingLimit | None = None,
     ) -> None:
         self.api_key = api_key
         self.rate_limit = rate_limit
@@ -226,7 +228,7 @@ class Mem0PlatformDouble:
             if not limit.covers(scope["method"], scope["path"]):
                 await app(scope, receive, send)
                 return
-            allowed, headers = limit.take()
+            allowed, headers = limit.take(_who(scope))
             raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
             if not allowed:
                 self.throttled += 1
@@ -495,6 +497,14 @@ class Mem0PlatformDouble:
                 "results": rows[start : start + size],
             }
         )
+
+
+def _who(scope: Any) -> str:
+    """Who sent a request: a benchmark's other client names itself in X-Bench-Client."""
+    for name, value in scope.get("headers") or []:
+        if name.lower() == b"x-bench-client":
+            return value.decode("latin-1") or "bench"
+    return "memsync"
 
 
 def _dream_states(body: dict[str, Any]) -> set[str]:

@@ -68,6 +68,7 @@ DEFAULT_BASE_URL = "https://api.mem0.ai"
 _KIND_ORDER = {"create": 0, "update": 1, "delete": 2}
 MAX_PAGE_SIZE = 200
 MAX_BATCH = 1000
+DOCUMENTED_LIMIT = (1000, 60.0)  # requests a minute (docs/changelog/platform.mdx, "ADD API")
 
 
 class Mem0PlatformProvider(Mem0HttpProvider):
@@ -96,6 +97,8 @@ class Mem0PlatformProvider(Mem0HttpProvider):
         batch_size: int = MAX_BATCH,
         concurrency: int = DEFAULT_CONCURRENCY,
         latest_only: bool = False,
+        rate_limit: tuple[int, float] | None = DOCUMENTED_LIMIT,
+        rate_headroom: float = 0.0,
     ) -> None:
         if secret is None:
             raise ConfigError(
@@ -113,6 +116,8 @@ class Mem0PlatformProvider(Mem0HttpProvider):
             retry=retry,
             sleep=sleep,
             concurrency=concurrency,
+            rate_limit=rate_limit,
+            rate_headroom=rate_headroom,
         )
         self.scope = self.scope_ids(scope)
         self.lookback = timedelta(seconds=lookback)
@@ -384,4 +389,6 @@ def build(name: str, entry: Mem0PlatformConfig, config: Config) -> Mem0PlatformP
         allow_insecure_http=entry.allow_insecure_http,
         concurrency=entry.concurrency,
         latest_only=entry.latest_only,
+        rate_limit=entry.rate_limit,
+        rate_headroom=entry.rate_headroom,
     )
