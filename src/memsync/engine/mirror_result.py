@@ -41,6 +41,7 @@ class MirrorResult:
     excluded: int = 0  # records its exclude covers (memsync.base.exclude)
     excluded_copies: dict[str, int] = field(default_factory=dict)  # made before the rule
     outside: int | None = None  # records outside the store's layout (Listing.outside)
+    write_backs: int = 0  # write-backs owed to the store, queued in this run
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -403,6 +403,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE conflicts ADD COLUMN rolled_back TEXT;
         """,
     ),
+    Migration(
+        9,
+        "write-backs held until they land (issue 39 §6)",
+        """
+        -- A record an agent rewrote through its store's own API, whose memsync fields the
+        -- store lost, is written back with them; held here until that write lands, so every
+        -- cycle (an incremental one too) queues it again (memsync.staging.write_backs).
+        CREATE TABLE write_backs (
+            provider TEXT NOT NULL,
+            link_id TEXT NOT NULL,
+            since TEXT NOT NULL,
+            PRIMARY KEY (provider, link_id)
+        ) WITHOUT ROWID;
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version
