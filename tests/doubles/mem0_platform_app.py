@@ -45,6 +45,11 @@ PUT (single or batch) replaces metadata or merges into it is ``metadata_mode`` (
 "merge"), since the Platform's documentation does not say; a batch naming a missing memory
 is refused whole (404) and changes nothing.
 
+Filters as ``v2-memory-filters.mdx`` documents them for the Platform: entity fields take a
+value, ``*``, ``eq``, ``ne`` or ``in``; ``memory_ids``; ``AND``, ``OR`` and ``NOT``. Webhooks
+(``mem0_platform_webhooks.py``): the four routes ``MemoryClient`` calls, and an event POSTed to
+each subscriber on every add, update and delete.
+
 Knobs for the failure modes memsync must survive: ``between_pages(page)`` runs after a list
 page is served (insert memories there to shift offset paging), ``count_skew`` makes ``count``
 disagree with the pages, ``queues_every_add`` ignores ``infer: false``, and ``faults`` injects 429/5xx/stalls/resets/malformed JSON.
@@ -70,6 +75,7 @@ from starlette.routing import Route
 
 from memsync.base.records import is_expired, parse_instant
 from tests.doubles import ASGIApp, ASGIBridge, Faults
+from tests.doubles.mem0_platform_webhooks import PlatformWebhooks
 from tests.doubles.sliding_limit import SlidingLimit
 
 ENTITY_IDS = ("user_id", "agent_id", "app_id", "run_id")
@@ -118,6 +124,51 @@ class RateLimit:
             return allowed, headers
 
 
+class Memories(dict[str, dict[str, Any]]):
+    """The double's memories by id, indexed by user: a list naming users (as each scope's
+    listing does) looks at theirs alone, so a thousand users' listings cost what they hold,
+    not a thousand passes over every memory. A memory's user never changes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._by_user: dict[str | None, set[str]] = {}
+
+    def __setitem__(self, memory_id: str, memory: dict[str, Any]) -> None:
+        if memory_id in self:
+            self._unindex(memory_id)
+        super().__setitem__(memory_id, memory)
+        self._by_user.setdefault(memory.get("user_id"), set()).add(memory_id)
+
+    def __delitem__(self, memory_id: str) -> None:
+        self._unindex(memory_id)
+        super().__delitem__(memory_id)
+
+    def pop(self, memory_id: str, *default: Any) -> Any:  # type: ignore[override]
+        if memory_id in self:
+            self._unindex(memory_id)
+        return super().pop(memory_id, *default)
+
+    def clear(self) -> None:
+        super().clear()
+        self._by_user.clear()
+
+    def update(self, *others: Any, **more: Any) -> None:
+        for memory_id, memory in dict(*others, **more).items():
+            self[memory_id] = memory
+
+    def setdefault(self, *args: Any) -> Any:
+        raise NotImplementedError("set a memory with memories[id] = memory")
+
+    def _unindex(self, memory_id: str) -> None:
+        self._by_user.get(self[memory_id].get("user_id"), set()).discard(memory_id)
+
+    def among(self, users: list[str] | None) -> list[dict[str, Any]]:
+        """The memories of these users (None: every memory)."""
+        if users is None:
+            return list(self.values())
+        return [self[i] for user in users for i in sorted(self._by_user.get(user, ()))]
+
+
 class _Refused(Exception):
     def __init__(self, status: int, detail: str) -> None:
         self.status = status
@@ -139,7 +190,7 @@ class Mem0PlatformDouble:
         self.dream_touches_updated_at = False
         self.metadata_mode = metadata_mode
         self.page_size_default = page_size_default
-        self.memories: dict[str, dict[str, Any]] = {}
+        self.memories = Memories()
         self.faults = Faults()
         self.extraction_requests = 0
         self.between_pages: Callable[[int], None] | None = None
@@ -158,6 +209,10 @@ class Mem0PlatformDouble:
             Route("/v1/batch/", self.batch_delete, methods=["DELETE"]),
             Route("/v1/entities/", self.entities, methods=["GET"]),
         ]
+        self.webhooks = PlatformWebhooks(
+            lambda request: request.headers.get("authorization") == f"Token {self.api_key}"
+        )
+        routes += self.webhooks.routes()
         self.app: ASGIApp = self.faults.wrap(self._limited(Starlette(routes=routes)))
 
     def transport(self) -> ASGIBridge:
@@ -189,6 +244,7 @@ class Mem0PlatformDouble:
             "replaced_by": None,
             "synthesized": False,
         }
+        self.webhooks.emit("memory_add", self.memories[memory_id])
         return memory_id
 
     # Dream, behind the client's back ------------------------------------------------------
@@ -265,6 +321,7 @@ class Mem0PlatformDouble:
                 metadata = {**(memory.get("metadata") or {}), **metadata}
             memory["metadata"] = metadata
         memory["updated_at"] = self.now().isoformat()
+        self.webhooks.emit("memory_update", memory)
 
     @staticmethod
     def _as_listed(memory: dict[str, Any]) -> dict[str, Any]:
@@ -333,7 +390,7 @@ class Mem0PlatformDouble:
         states = _dream_states(body)
         chosen = [
             m
-            for m in self.memories.values()
+            for m in self.memories.among(_users_named(filters))
             if _matches(m, filters)
             and (shown or not is_expired(m.get("expiration_date")))
             and m.get("lifecycle_state", ACTIVE) in states
@@ -425,6 +482,7 @@ class Mem0PlatformDouble:
     async def delete_memory(self, request: Request) -> Response:
         memory = self._found(request)
         del self.memories[memory["id"]]
+        self.webhooks.emit("memory_delete", memory)
         return JSONResponse({"message": "Memory deleted successfully!"})
 
     async def _batch(self, request: Request) -> list[dict[str, Any]]:
@@ -452,15 +510,16 @@ class Mem0PlatformDouble:
     async def batch_delete(self, request: Request) -> Response:
         items = await self._batch(request)
         for entry in items:
-            del self.memories[entry["memory_id"]]
+            self.webhooks.emit("memory_delete", self.memories.pop(entry["memory_id"]))
         return JSONResponse({"message": f"Successfully deleted {len(items)} memories"})
 
     @_handle
     async def entities(self, request: Request) -> Response:
         """``GET /v1/entities/``: every user, agent, app and run holding memories.
 
-        The docs show a list of entities; ``MemoryClient.delete_users`` reads the answer's
-        ``results``, so the double answers the paginated object (``?page&page_size``).
+        The paginated object of the OpenAPI at mem0 8d5b786 (``?page&page_size``), which
+        ``MemoryClient.delete_users`` reads: no ``total_memories`` (mem0 5f77d86ca removed it
+        "against live API behavior"), so nothing of memsync's may count on it.
         """
         try:
             page = int(request.query_params.get("page", "1"))
@@ -479,9 +538,7 @@ class Mem0PlatformDouble:
                 "type": kind,
                 "created_at": min(m["created_at"] for m in held),
                 "updated_at": max(m["updated_at"] for m in held),
-                "total_memories": len(held),
                 "owner": "tester",
-                "organization": "org_test",
                 "metadata": None,
             }
             for (kind, name), held in sorted(found.items())
@@ -525,6 +582,19 @@ def _valid_id(memory_id: str) -> str:
     return memory_id
 
 
+def _users_named(filters: dict[str, Any]) -> list[str] | None:
+    """The users a filter is limited to (a user_id value or ``in`` list at its top, or in its
+    top AND), or None when it may select any memory."""
+    conditions = [filters, *(c for c in filters.get("AND") or [] if isinstance(c, dict))]
+    for condition in conditions:
+        wanted = condition.get("user_id")
+        if isinstance(wanted, str) and wanted != "*":
+            return [wanted]
+        if isinstance(wanted, dict) and isinstance(wanted.get("in"), list) and len(wanted) == 1:
+            return sorted({str(user) for user in wanted["in"]})
+    return None
+
+
 def _names_an_entity(filters: dict[str, Any]) -> bool:
     if any(k in filters for k in ENTITY_IDS):
         return True
@@ -543,15 +613,45 @@ def _matches(memory: dict[str, Any], filters: dict[str, Any]) -> bool:
         elif key == "OR":
             if not any(_matches(memory, c) for c in condition):
                 return False
+        elif key == "NOT":
+            negated = condition if isinstance(condition, list) else [condition]
+            if all(_matches(memory, c) for c in negated):
+                return False
         elif key in ENTITY_IDS:
-            value = memory.get(key)
-            if value is None if condition == "*" else value != condition:
+            if not _entity_matches(memory.get(key), condition):
+                return False
+        elif key == "memory_ids":
+            ids = condition.get("in") if isinstance(condition, dict) else condition
+            if not isinstance(ids, list):
+                raise _Refused(400, "memory_ids takes a list of ids")
+            if memory["id"] not in ids:
                 return False
         elif key in ("created_at", "updated_at"):
             if not _compare(memory[key], condition):
                 return False
         else:
             raise _Refused(400, f"Unsupported filter field: {key}")
+    return True
+
+
+def _entity_matches(value: Any, condition: Any) -> bool:
+    """An entity field's condition (v2-memory-filters.mdx): a value, "*" (any non-null
+    value), or one of eq, ne, in."""
+    if condition == "*":
+        return value is not None
+    if not isinstance(condition, dict):
+        return bool(value == condition)
+    for op, operand in condition.items():
+        if op == "eq":
+            ok = value == operand
+        elif op == "ne":
+            ok = value != operand
+        elif op == "in" and isinstance(operand, list):
+            ok = value in operand
+        else:
+            raise _Refused(400, f"Invalid entity filter {op}: {operand}")
+        if not ok:
+            return False
     return True
 
 

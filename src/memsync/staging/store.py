@@ -38,6 +38,7 @@ from memsync.staging.runs import Runs
 from memsync.staging.schema import LATEST, MIGRATIONS
 from memsync.staging.status_counts import StatusCounts
 from memsync.staging.verify_results import VerifyResults
+from memsync.staging.webhooks import Webhooks
 from memsync.staging.write_backs import WriteBacks
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ class StagingStore:
         self.cycle_outcomes = CycleOutcomes(conn)
         self.excluded = ExcludedRecords(conn)
         self.write_backs = WriteBacks(conn)
+        self.webhooks = Webhooks(conn)
 
     @functools.cached_property
     def db(self) -> sqlite_utils.Database:

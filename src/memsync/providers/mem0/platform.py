@@ -39,17 +39,19 @@ from memsync.base.errors import (
     TransientProviderError,
 )
 from memsync.base.records import Outgoing, Record, parse_instant
+from memsync.base.scopes import WILDCARD
 from memsync.base.secrets import Secret, resolve_secret
 from memsync.config import Config, Mem0PlatformConfig
 from memsync.config.scoping import wildcard_keys
 from memsync.providers.base import (
     Capabilities,
     Listing,
+    Provider,
     WriteOp,
     WriteResult,
     require_content,
 )
-from memsync.providers.change_probe import ProbeMaker
+from memsync.providers.change_probe import ChangeProbe, ProbeMaker
 from memsync.providers.concurrent import lanes
 from memsync.providers.discovery import Discovery
 from memsync.providers.http.provider import DEFAULT_CONCURRENCY
@@ -62,7 +64,10 @@ from memsync.providers.mem0.convert import (
 )
 from memsync.providers.mem0.http import Mem0HttpProvider, path_segment
 from memsync.providers.mem0.platform_listing import PlatformListing, utc_iso
-from memsync.providers.mem0.platform_scopes import PlatformChangesProbe, discover_platform_scopes
+from memsync.providers.mem0.platform_probe import PlatformChangesProbe
+from memsync.providers.mem0.platform_scopes import discover_platform_scopes
+from memsync.providers.mem0.platform_webhooks import PlatformWebhooks
+from memsync.providers.pushed import PushedChanges, PushMaker
 
 DEFAULT_BASE_URL = "https://api.mem0.ai"
 _KIND_ORDER = {"create": 0, "update": 1, "delete": 2}
@@ -167,6 +172,30 @@ class Mem0PlatformProvider(Mem0HttpProvider):
             conditions.append({"updated_at": {"gte": utc_iso(since)}})
         return conditions[0] if len(conditions) == 1 else {"AND": conditions}
 
+    def across_scopes(
+        self, condition: dict[str, Any], *, among: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Filters over every scope of the configured one (wildcards as "*", fixed keys as
+        set), or only those AMONG names in place of the wildcards, and CONDITION."""
+        kept = {k: v for k, v in self.scope.items() if among is None or v != WILDCARD}
+        conditions: list[dict[str, Any]] = [{k: v} for k, v in kept.items()]
+        if among is not None:
+            conditions.append(among)
+        conditions.append(condition)
+        return {"AND": conditions}
+
+    def count(self, filters: dict[str, Any]) -> int | None:
+        """How many memories FILTERS select, as the listing sees them (one request)."""
+        body = self.http.json(
+            "POST",
+            "/v3/memories/",
+            params={"page": 1, "page_size": 1, **self.params},
+            json={"filters": filters, **self._reads()},
+            idempotent=True,
+        )
+        count = expect_object(self.name, body, "POST /v3/memories/").get("count")
+        return count if isinstance(count, int) and not isinstance(count, bool) else None
+
     def _page(self, number: int, filters: dict[str, Any]) -> dict[str, Any]:
         body = self.http.json(
             "POST",
@@ -182,17 +211,23 @@ class Mem0PlatformProvider(Mem0HttpProvider):
         return page
 
     def _raw(self, provider_id: str) -> dict[str, Any] | None:
+        raw = self.raw_any_scope(provider_id)
+        if raw is None:
+            return None
+        held = {**raw, "run_id": raw.get("run_id") or raw.get("session_id")}
+        if any(held.get(k) != v for k, v in self.scope.items()):
+            return None
+        return raw
+
+    def raw_any_scope(self, provider_id: str) -> dict[str, Any] | None:
+        """``GET /v1/memories/{id}/`` whatever its scope (None: no such memory)."""
         try:
             body = self.http.get(f"/v1/memories/{path_segment(provider_id)}/", params=self.params)
         except NotFound:
             return None
         if body is None:
             return None
-        raw = expect_object(self.name, body, "GET /v1/memories/{id}/")
-        held = {**raw, "run_id": raw.get("run_id") or raw.get("session_id")}
-        if any(held.get(k) != v for k, v in self.scope.items()):
-            return None
-        return raw
+        return expect_object(self.name, body, "GET /v1/memories/{id}/")
 
     def versions_changed_since(self, since: datetime) -> dict[str, str | None]:
         """One filtered v3 list (``updated_at >= since - lookback``, the look-back absorbing
@@ -371,9 +406,25 @@ class Mem0PlatformProvider(Mem0HttpProvider):
 
 
 def change_probe(name: str, entry: Mem0PlatformConfig) -> ProbeMaker:
-    """The memories changed since the last probe, across every scope (``platform_scopes``)."""
+    """The memories changed since the last probe, across every scope, and a count for deletes
+    once a ``delete_check`` period (``platform_probe``, ``platform_deletes``)."""
     keys = wildcard_keys(entry)
-    return lambda provider: PlatformChangesProbe(name, provider, keys)
+
+    def make(provider: Provider) -> ChangeProbe:
+        assert isinstance(provider, Mem0PlatformProvider)
+        return PlatformChangesProbe(name, provider, keys, delete_check=entry.delete_check)
+
+    return make
+
+
+def pushed_changes(name: str, entry: Mem0PlatformConfig) -> PushMaker:
+    """The Platform's webhook events and their registration (``platform_webhooks``)."""
+
+    def make(provider: Provider) -> PushedChanges:
+        assert isinstance(provider, Mem0PlatformProvider)
+        return PlatformWebhooks(provider)
+
+    return make
 
 
 def build(name: str, entry: Mem0PlatformConfig, config: Config) -> Mem0PlatformProvider:
