@@ -29,8 +29,11 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")  # before mem0 is imported
 
 from memsync.base.paths import Paths
 from memsync.base.secrets import Secret
-from memsync.config import Config, parse_config
+from memsync.config import parse_config
 from memsync.orchestration.live.webhook_setup import WebhookSetup
+from memsync.orchestration.status.collect import collect_status
+from memsync.orchestration.status.webhooks import webhook_line
+from memsync.orchestration.ui.metrics import Metrics
 from memsync.providers.mem0.platform import Mem0PlatformProvider
 from memsync.providers.mem0.platform_probe import PlatformChangesProbe
 from memsync.staging import StagingStore
@@ -45,10 +48,9 @@ USERS = ("alice", "bob", "carol")
 SLACK = 20.0  # a hinted cycle on a busy machine; the bound's own terms are added to it
 
 
-def config_for(home: Path, url: str, *, probe: str, delete_check: str, webhooks: bool) -> Config:
+def config_for(home: Path, url: str, *, probe: str, delete_check: str, webhooks: bool) -> str:
     listen = '[webhooks]\nlisten = "127.0.0.1:0"\nallow_insecure_http = true\n'
-    return parse_config(
-        f"""
+    return f"""
 [sync]
 active = "cloud"
 interval = "1d"
@@ -68,7 +70,6 @@ type = "mnem"
 path = "{home / "agents" / "{user_id}" / "memory"}"
 create = true
 """
-    )
 
 
 class Platform:
@@ -113,7 +114,10 @@ def started(
     tmp_path: Path, platform: Platform, make: Callable[..., Running], **settings: Any
 ) -> tuple[Running, Paths]:
     paths = paths_in(tmp_path)
-    config = config_for(tmp_path, platform.url, **settings)
+    text = config_for(tmp_path, platform.url, **settings)
+    paths.config_file.parent.mkdir(parents=True, exist_ok=True)
+    paths.config_file.write_text(text)  # what status and /metrics read
+    config = parse_config(text)
     r = make(paths, config)
     r.live.start()  # the listener starts with the live side
     if settings.get("webhooks"):
@@ -142,12 +146,45 @@ def test_a_delete_on_the_platform_reaches_mnem_by_its_event(
     assert took <= SLACK, took
     assert texts(tmp_path, "bob") == {"bob memory 0", "bob memory 2"}
     assert texts(tmp_path, "alice") == {f"alice memory {i}" for i in range(3)}
-    assert r.live.cycles > cycles  # a hinted cycle carried it: the probe is an hour away
+    # A hinted cycle carried it (the probe is an hour away, the full pass a day).
+    wait_until(lambda: r.live.cycles > cycles, "the hinted cycle to end")
     wait_until(lambda: r.live.pushes.announcements.state("cloud") == "arriving", "arriving")
     r.live.pushes.announcements.note(paths.database, {"cloud": 60.0}, force=True)
     with StagingStore.open(paths.database) as store:
         ours = store.webhooks.of("cloud")
     assert ours is not None and ours.state == "arriving" and ours.events.get("delete") == 1
+    said = collect_status(paths)["providers"]["cloud"]["webhooks"]
+    assert said["state"] == "arriving" and said["received"] == 1
+    scraped = Metrics(paths).render(None)[0].decode()
+    assert 'memsync_webhook_up{provider="cloud"} 1.0' in scraped
+    assert 'memsync_webhook_events_total{event="delete",provider="cloud"} 1.0' in scraped
+
+
+def test_an_event_lost_is_found_by_the_probe_said_missed_and_the_probe_speeds_up_again(
+    tmp_path: Path, platform: Platform, running: Callable[..., Running]
+) -> None:
+    r, paths = started(tmp_path, platform, running, probe="1s", delete_check="off", webhooks=True)
+    pushes = r.live.pushes
+    pushes.slow_probe, pushes.announcements.grace = 3.0, 0.5  # 60 s and 30 s, scaled down
+    platform.client.add([{"role": "user", "content": "bob sails"}], user_id="bob", infer=False)
+    wait_until(lambda: "bob sails" in texts(tmp_path, "bob"), "bob's add, by its event")
+    wait_until(lambda: r.live.probing.slower.get("cloud") == 3.0, "the probe slowed down")
+
+    platform.double.webhooks.drop_every = 1  # every event from now on is lost
+    platform.client.add([{"role": "user", "content": "bob rows"}], user_id="bob", infer=False)
+    wait_until(lambda: "bob rows" in texts(tmp_path, "bob"), "bob's add, by the probe")
+    wait_until(lambda: pushes.announcements.state("cloud") == "silent", "the events silent")
+    wait_until(lambda: "cloud" not in r.live.probing.slower, "the probe at its own period")
+    pushes.announcements.note(paths.database, {"cloud": 1.0}, force=True)
+    said = collect_status(paths)["providers"]["cloud"]["webhooks"]
+    assert said["state"] == "silent" and said["missed"] == 1, said
+    with StagingStore.open(paths.database) as store:
+        noted = store.webhooks.of("cloud")
+    assert noted is not None  # as `status` says it while the daemon runs:
+    assert webhook_line(noted, daemon_running=True).startswith("cloud: webhooks SILENT (last")
+    scraped = Metrics(paths).render(None)[0].decode()
+    assert 'memsync_webhook_missed_total{provider="cloud"} 1.0' in scraped
+    assert 'memsync_webhook_up{provider="cloud"} 0.0' in scraped
 
 
 def test_a_delete_on_the_platform_reaches_mnem_by_the_count_check_without_webhooks(

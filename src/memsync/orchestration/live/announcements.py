@@ -128,11 +128,12 @@ class Announcements:
                 key = (provider, event.memory_id)
                 held = store.records.scope_of(_names_of(provider, names), event.memory_id)
                 if held is None:
-                    if event.kind != "delete":
+                    if event.kind == "delete":
+                        self._handle(key, now)  # memsync never held it, or deleted it itself
+                    else:  # not handled: what the probe finds of it is listed
                         soon.add(provider)
                         with self._lock:
                             self._unplaced[key] = now
-                    self._handle(key, now)
                     continue
                 name, text = held
                 scope = _scope_of(provider, name)

@@ -41,6 +41,7 @@ class Pushes:
         self.announcements = Announcements(lambda name: read_secret(paths, name))
         self.announcements.wake = wake
         self.receiver: WebhookReceiver | None = None
+        self.slow_probe = SLOW_PROBE
         self._listen: str | None = None
         self._said: dict[str, str] = {}
 
@@ -142,7 +143,7 @@ class Pushes:
             slow = state == "arriving"
             was = name in probing.slower
             if slow:
-                probing.slower[name] = SLOW_PROBE
+                probing.slower[name] = self.slow_probe
             else:
                 probing.slower.pop(name, None)
             if slow != was and self._said.get(name) != state:
