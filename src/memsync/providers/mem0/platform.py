@@ -39,7 +39,7 @@ from memsync.base.errors import (
     TransientProviderError,
 )
 from memsync.base.records import Outgoing, Record, parse_instant
-from memsync.base.scopes import WILDCARD
+from memsync.base.scopes import WILDCARD, Scope
 from memsync.base.secrets import Secret, resolve_secret
 from memsync.config import Config, Mem0PlatformConfig
 from memsync.config.scoping import wildcard_keys
@@ -67,6 +67,7 @@ from memsync.providers.mem0.platform_listing import PlatformListing, utc_iso
 from memsync.providers.mem0.platform_probe import PlatformChangesProbe
 from memsync.providers.mem0.platform_scopes import discover_platform_scopes
 from memsync.providers.mem0.platform_webhooks import PlatformWebhooks
+from memsync.providers.mem0.server_session import ReadAhead
 from memsync.providers.pushed import PushedChanges, PushMaker
 
 DEFAULT_BASE_URL = "https://api.mem0.ai"
@@ -133,8 +134,40 @@ class Mem0PlatformProvider(Mem0HttpProvider):
         # Whether each listed memory carries an expiration date: /v1/batch/ cannot set or
         # clear one, so only updates known to need neither go in a batch.
         self._dated: dict[str, bool] = {}
+        # The scopes' first pages read ahead of their cycles (``read_ahead``): made by the
+        # configured provider, shared by the scopes bound from it, cleared when it closes.
+        self._ahead: list[ReadAhead | None] = [None]
 
     # lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        super().close()
+        if self._client_owner is self:  # the configured provider: its scopes' reads go
+            ahead, self._ahead[0] = self._ahead[0], None
+            if ahead is not None:
+                ahead.close()
+
+    def read_ahead(self, scopes: list[Scope]) -> None:
+        """Read each scope's first page (its whole listing, for a scope of up to 200
+        memories) a few scopes ahead of the cycle that takes them in this order, 4 at a time,
+        paced by the key's limiter: the round trips overlap the cycle's local work
+        (``PlatformListing`` takes its scope's read, or reads itself)."""
+        bound = {b.name: b for b in (self.bind(scope) for scope in scopes)}
+        ahead = ReadAhead(
+            list(bound), lambda name: bound[name]._page(1, bound[name]._filters(None))
+        )
+        previous, self._ahead[0] = self._ahead[0], ahead
+        if previous is not None:
+            previous.close()
+
+    def read_taken(self) -> dict[str, Any] | None:
+        """This scope's first page of a full listing, when it was read ahead (its error raised
+        here); None when it was not."""
+        ahead = self._ahead[0]
+        if ahead is None:
+            return None
+        taken, page = ahead.take(self.name)
+        return page if taken else None
 
     # identity -------------------------------------------------------------------------
 
