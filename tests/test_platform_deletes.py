@@ -242,6 +242,10 @@ def test_past_its_pages_the_probe_splits_its_window_and_never_lists_every_scope(
     # Each memory read once (7 pages) plus the halves that split the window: far below the
     # 51 requests of listing every scope, and proportional to the changes.
     assert probe.requests - asked <= 30, probe.requests - asked
+    clock[0] += timedelta(seconds=5)  # the next probe's window overlaps the burst...
+    asked = probe.requests
+    assert probe.ask({}).scopes == set()
+    assert probe.requests - asked <= 3  # ...whose count says it holds nothing new: not reread
 
 
 def test_each_probe_asks_only_since_the_one_before() -> None:

@@ -57,7 +57,7 @@ class PlatformChangesProbe(ChangeProbe):
         self.now = now
         self.requests = 0  # list requests the probe made (tests and benchmarks read it)
         self._asked: datetime | None = None  # when the last probe asked (local clock)
-        self._window: datetime | None = None  # where the last probe's window began
+        self._began: datetime | None = None  # where the last probe's window began
         self._seen: dict[str, str] = {}  # memory id -> the updated_at already flagged
         self.deletes = (
             DeleteCheck(name, provider, keys, period=delete_check, now=now)
@@ -70,7 +70,7 @@ class PlatformChangesProbe(ChangeProbe):
         flags = Flags()
         first = self._asked is None
         since = (self._asked or asked) - OVERLAP
-        for raw in self._changed(since, None, asked):
+        for raw in self._window(since, asked):
             memory_id, stamp = str(raw["id"]), str(raw.get("updated_at") or "")
             if self._seen.get(memory_id) == stamp:
                 continue
@@ -81,7 +81,7 @@ class PlatformChangesProbe(ChangeProbe):
                 flags.changed.setdefault(label, set()).add(memory_id)
         horizon = since - OVERLAP
         self._seen = {i: s for i, s in self._seen.items() if (parse_instant(s) or asked) >= horizon}
-        self._window, self._asked = since, asked
+        self._began, self._asked = since, asked
         return flags
 
     def deletions(self) -> set[str]:
@@ -89,10 +89,10 @@ class PlatformChangesProbe(ChangeProbe):
 
         Only memories created before the last window began are compared: a probe before it
         flagged them, and their scopes were listed since, so staging holds them all."""
-        check, staged, window = self.deletes, self.staged, self._window
-        if check is None or staged is None or window is None or not check.due():
+        check, staged, began = self.deletes, self.staged, self._began
+        if check is None or staged is None or began is None or not check.due():
             return set()
-        return check.run(staged, created_by=window)
+        return check.run(staged, created_by=began)
 
     def _label(self, raw: Mapping[str, Any]) -> str | None:
         """The scope (label) a listed memory belongs to; None outside the configured keys."""
@@ -102,18 +102,46 @@ class PlatformChangesProbe(ChangeProbe):
         scope = {k: str(values[k]) for k in self.keys if values.get(k)}
         return Scope.of(scope).label if len(scope) == len(self.keys) else None
 
-    def _changed(
-        self, since: datetime, until: datetime | None, asked: datetime
-    ) -> list[dict[str, Any]]:
-        """Every memory with SINCE <= updated_at (< UNTIL), any scope; a window holding more
-        than ``PLATFORM_PAGES`` pages is read as its two halves (ASKED: the probe's moment,
-        the end of an open window when it must be split)."""
+    def _window(self, since: datetime, asked: datetime) -> list[dict[str, Any]]:
+        """The memories changed since SINCE: read whole when they fit a page (the quiet case:
+        one request); past that, what is new since the last probe, and the overlap with its
+        window only when the count there differs from what the last probe saw (a write that
+        became visible late): a burst is read once, not again at every probe of the overlap."""
+        first = self._first(since, None)
+        last = self._asked
+        if (first["count"] or 0) <= self.platform.page_size and not first.get("next"):
+            return _with_ids(first["results"])
+        if last is None or last <= since:
+            return self._changed(since, None, asked, first)
+        newer = self._changed(last, None, asked)
+        older = (first["count"] or 0) - len(newer)
+        seen = sum(1 for stamp in self._seen.values() if _within(stamp, since, last))
+        if older == seen:
+            return newer
+        return self._changed(since, last, asked) + newer
+
+    def _first(self, since: datetime, until: datetime | None) -> dict[str, Any]:
+        self.requests += 1
+        return self.platform._page(1, self._filters(since, until))
+
+    def _filters(self, since: datetime, until: datetime | None) -> dict[str, Any]:
         condition: dict[str, Any] = {"gte": utc_iso(since)}
         if until is not None:
             condition["lt"] = utc_iso(until)
-        filters = self.platform.across_scopes({"updated_at": condition})
-        first = self.platform._page(1, filters)
-        self.requests += 1
+        return self.platform.across_scopes({"updated_at": condition})
+
+    def _changed(
+        self,
+        since: datetime,
+        until: datetime | None,
+        asked: datetime,
+        first: dict[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every memory with SINCE <= updated_at (< UNTIL), any scope; a window holding more
+        than ``PLATFORM_PAGES`` pages is read as its two halves (ASKED: the probe's moment,
+        the end of an open window when it must be split; FIRST: its first page, if read)."""
+        filters = self._filters(since, until)
+        first = first if first is not None else self._first(since, until)
         count = first["count"] or 0
         pages = -(-count // self.platform.page_size)
         end = until or asked
@@ -129,6 +157,11 @@ class PlatformChangesProbe(ChangeProbe):
             found += _with_ids(page["results"])
             number += 1
         return found
+
+
+def _within(stamp: str, since: datetime, until: datetime) -> bool:
+    instant = parse_instant(stamp)
+    return instant is not None and since <= instant < until
 
 
 def _with_ids(results: list[Any]) -> list[dict[str, Any]]:
