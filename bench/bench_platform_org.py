@@ -16,6 +16,8 @@ calling the listener's loopback address).
 
 Rows, each with its target:
 
+- the first sync's requests against the rate floor where the local side is cheap: `memsync
+  sync` into a PMM backup alone (no mnem store to make), timed start to exit; <= 1.1x;
 - first sync against the floor: the time the daemon says its first sync took, against the rate
   limit's floor for the requests it made (the 1,001st cannot start before a window after the
   first: ``W * floor((R - 1) / L)`` plus the last window's requests at 20 ms over 4 lanes), and
@@ -49,7 +51,7 @@ from typing import Any
 import httpx
 from tests.doubles.served import HARNESS, KEY, Served
 
-from bench._common import QUICK, report
+from bench._common import QUICK, memsync_command, report, run_command
 from bench._daemon import Daemon, p95, wait_until
 from bench.bench_org import Agents, mnem_alone, runs
 
@@ -135,6 +137,8 @@ def main() -> None:
             f"after the other), measured now: {alone:.1f}s",
             flush=True,
         )
+        with tempfile.TemporaryDirectory(prefix="bench-platform-") as tmp:
+            requests_alone(Path(tmp), platform)
         for webhooks in (False, True):
             with tempfile.TemporaryDirectory(prefix="bench-platform-") as tmp:
                 run(Path(tmp), platform, webhooks=webhooks, alone=alone)
@@ -187,6 +191,58 @@ def run(home: Path, platform: Served, *, webhooks: bool, alone: float) -> None:
             Path(f"{log}.{'webhooks' if webhooks else 'probe'}").write_text(
                 "\n".join(daemon.lines) + "\n"
             )
+
+
+BACKUP_ONLY = """
+[sync]
+active = "cloud"
+
+[providers.cloud]
+type = "mem0-platform"
+base_url = "{url}"
+allow_insecure_http = true
+api_key_env = "BENCH_PLATFORM_KEY"
+scope = {{ user_id = "*" }}
+
+[providers.backup]
+type = "pmm-dir"
+path = "{home}/backup"
+direction = "push"
+"""
+
+
+def requests_alone(home: Path, platform: Served) -> None:
+    """The first sync's requests against their floor where the local side is cheap (a PMM
+    backup alone, no mnem store to make): `memsync sync`, timed start to exit. Below the limit
+    (BENCH_QUICK's 200 users) there is no rate floor to measure against: skipped."""
+    if USERS < LIMIT:
+        print(f"# first sync into a PMM backup alone: skipped ({USERS} users stay under the limit)")
+        return
+    (home / "config").mkdir(parents=True)
+    (home / "config" / "config.toml").write_text(
+        BACKUP_ONLY.format(url=platform.base_url, home=home)
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("MEMSYNC_", "MEM0_"))},
+        "MEMSYNC_HOME": str(home),
+        "MEM0_TELEMETRY": "False",
+        "BENCH_PLATFORM_KEY": KEY,
+    }
+    before, refused_before = memsync_requests(platform)
+    done = run_command([*memsync_command(), "sync"], env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    after, refused = memsync_requests(platform)
+    sent = after - before
+    whole = (sent - 1) // LIMIT
+    floor = WINDOW * whole + (sent - LIMIT * whole) * LATENCY / LANES
+    report(
+        f"platform: first sync {USERS:,} users into a PMM backup alone / the rate limit's floor",
+        done.seconds / floor,
+        "x",
+        f"<= 1.1x; `memsync sync` start to exit {done.seconds:.1f}s (CPU {done.cpu:.1f}s) for "
+        f"{sent} requests, {refused - refused_before} answered 429; rate floor {floor:.1f}s",
+        done.seconds / floor <= 1.1 and refused == refused_before,
+    )
 
 
 def first_sync_row(how: str, seconds: float, sent: int, refused: int, alone: float) -> None:

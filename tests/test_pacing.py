@@ -112,11 +112,31 @@ def test_waiting_requests_resume_one_per_slot_aging_out_not_as_a_crowd() -> None
 def test_the_documented_limit_paces_before_any_answer_names_it() -> None:
     clock = Clock()
     limiter = RateLimiter(limit=3, window=60.0, clock=clock)
-    tickets = [limiter.reserve("GET", "/v1/ping/") for _ in range(3)]
-    assert [t.wait for t in tickets] == [0, 0, 0]
-    for ticket in tickets:
-        limiter.done(ticket, None)  # no answer at all: each slot held as of now
+    for _ in range(3):
+        ticket = limiter.reserve("GET", "/v1/ping/")
+        assert ticket.wait == 0
+        limiter.done(ticket, None)  # no answer at all: its slot held as of now
     assert limiter.reserve("GET", "/v1/ping/").wait == pytest.approx(60.05)
+
+
+def test_a_process_that_just_started_sends_one_request_until_an_answer_says_who_holds_what() -> (
+    None
+):
+    """A `verify` beside the daemon, in a process of its own, knows nothing of the minute:
+    the issue's 429s came from the requests it sent together before any answer."""
+    clock = Clock()
+    limiter = RateLimiter(limit=1000, window=60.0, clock=clock)
+    first = limiter.reserve("POST", "/v3/memories/")
+    second: list[float] = []
+    waiting = threading.Thread(
+        target=lambda: second.append(limiter.reserve("POST", "/v3/memories/").wait)
+    )
+    waiting.start()
+    waiting.join(0.3)
+    assert waiting.is_alive() and second == []  # held back until the first is answered
+    limiter.done(first, answer(1000, 0, 12.0))  # the daemon holds the rest of the window
+    waiting.join(30)
+    assert second == [pytest.approx(12.05)]  # waits for the server's oldest slot, alone
 
 
 def test_the_key_s_other_clients_shrink_the_budget_and_headroom_leaves_them_room() -> None:

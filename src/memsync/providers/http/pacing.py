@@ -127,6 +127,7 @@ class _Log:
     others_at: float = -math.inf  # when that answer came
     alone_until: float = 0.0  # others hold the window: one request goes alone at this instant
     said_at: float = -math.inf  # when a wait was last logged
+    heard: bool = False  # an answer has named this limit: the window's state is known
 
     @property
     def window(self) -> float:
@@ -221,6 +222,8 @@ class RateLimiter:
         window = log.window
         used = log.in_flight + log.live(now)
         budget = self._budget(log, now)
+        if not log.heard and log.in_flight:
+            return None  # what the key's other clients hold is unknown until one answer says
         if used < budget and now >= log.alone_until:
             log.in_flight += 1
             return Ticket(route, 0.0, log.limit)
@@ -251,7 +254,9 @@ class RateLimiter:
 
     def done(self, ticket: Ticket, headers: Mapping[str, str] | None) -> None:
         """The request is over: its slot is held from now for a window; learn what the
-        answer's headers say (None: no answer)."""
+        answer's headers say (None: no answer). Until a first answer has named the limit, one
+        request goes at a time: a process that just started (a `verify` beside the daemon)
+        does not know what the key's other clients hold of the window."""
         seen = read_headers(headers) if headers is not None else None
         with self._cond:
             now = self._clock()
@@ -275,6 +280,7 @@ class RateLimiter:
     def _learn(self, route: str, seen: RateLimitHeaders, now: float) -> None:
         self._routes[route] = seen.limit
         log = self._log(seen.limit)
+        log.heard = True
         log.longest_reset = max(log.longest_reset, seen.reset)
         held = seen.limit - seen.remaining  # the window's requests the server counts
         ours = log.in_flight + log.live(now)
