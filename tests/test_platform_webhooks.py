@@ -300,3 +300,32 @@ def test_a_registration_pointing_elsewhere_moves_to_the_new_secret(tmp_path: Pat
         with StagingStore.open(paths.database) as store:
             ours = store.webhooks.of("cloud")
         assert ours is not None and ours.url.endswith("/hooks/cloud/****")
+
+
+def test_a_restarted_daemon_takes_up_events_that_arrived_within_the_hour(tmp_path: Path) -> None:
+    """A restart must not speed the probe back up until the next event: the health noted in
+    staging says events were arriving five minutes ago."""
+    from datetime import UTC, datetime, timedelta
+
+    from memsync.orchestration.live.announcements import Announcements
+
+    paths = _paths(tmp_path)
+    paths.ensure()
+    recent = (datetime.now(UTC) - timedelta(minutes=5)).isoformat()
+    with StagingStore.open(paths.database) as store, store.transaction():
+        store.webhooks.register("cloud", "wh_1", "project proj_test", "https://x/****", recent)
+        store.webhooks.note(
+            "cloud",
+            state="arriving",
+            last_event_at=recent,
+            events={"add": 3},
+            missed=0,
+            rejected=0,
+            probe_every=60.0,
+            now=recent,
+        )
+    restarted = Announcements(lambda name: "s" * 43)
+    restarted.pushed = {"cloud": object()}  # type: ignore[dict-item]
+    assert restarted.state("cloud") == "waiting"
+    restarted.resume(paths.database)
+    assert restarted.state("cloud") == "arriving"

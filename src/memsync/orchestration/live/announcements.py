@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memsync.base.errors import MemsyncError
-from memsync.base.records import utc_now_iso
+from memsync.base.records import parse_instant, utc_now_iso
 from memsync.base.scopes import Scope, split_scoped_name
 from memsync.providers.change_probe import WHOLE
 from memsync.providers.pushed import PushedChanges, PushedEvent
@@ -202,6 +202,30 @@ class Announcements:
         return hints
 
     # health ---------------------------------------------------------------------------------
+
+    def resume(self, database: Path) -> None:
+        """Take up what the last daemon noted: events that arrived within the last hour
+        still count as arriving (a restart does not speed the probe up until the next one)."""
+        if not database.exists():
+            return
+        try:
+            with StagingStore.open(database) as store:
+                noted = {r.provider: r for r in store.webhooks.all() if r.provider in self.pushed}
+        except MemsyncError as exc:
+            log.debug("webhook health not read: %s", exc)
+            return
+        now, wall = time.monotonic(), datetime.now(UTC)
+        for name, registration in noted.items():
+            last = parse_instant(registration.last_event_at)
+            if registration.state != "arriving" or last is None:
+                continue
+            age = (wall - last).total_seconds()
+            if 0 <= age < QUIET_HOUR:
+                with self._lock:
+                    health = self._health.setdefault(name, _Health())
+                    if health.last_event is None:
+                        health.last_event = now - age
+                        health.last_event_at = registration.last_event_at
 
     def state(self, provider: str, now: float | None = None) -> str:
         """``off`` (not registered), ``waiting``, ``arriving`` or ``silent``."""

@@ -66,6 +66,7 @@ class Pushes:
                 continue
             self.announcements.keys[name] = wildcard_keys(entry)
         self.announcements.pushed = pushed
+        self.announcements.resume(self.database)
         probing.judge = self.announcements.judge
         listen = config.webhooks.listen if pushed else None
         if listen != self._listen:
