@@ -28,6 +28,7 @@ Rows, each with its target:
   webhooks (without them, Platform -> mnem is about the probe period);
 - deletes on the Platform -> mnem: each delete's time until the user's mnem store changed;
   with webhooks <= 2 s, without within the delete check's bound (60 s + the probe + a cycle);
+- 429s answered to `memsync verify cloud agents` run by hand beside the daemon (0);
 - 429s answered to memsync over the whole run (0); the agents' printed beside.
 
 Shortened from the issue's hour: the live phase and the quiet window are a minute or less
@@ -174,6 +175,8 @@ def run(home: Path, platform: Served, *, webhooks: bool, alone: float) -> None:
         finally:
             writer.close()
         quiet(home, platform, how, first_sync_requests=sent)
+        if not webhooks:
+            verify(daemon, platform)
         allowed, refused = memsync_requests(platform)
         agents = platform.limits()["refused"]
         others = sum(n for who, n in agents.items() if who != "memsync")
@@ -368,6 +371,23 @@ def quiet(home: Path, platform: Served, how: str, *, first_sync_requests: int) -
         f"<= 15: {asked} in {elapsed:.0f}s, plus a full pass of {first_sync_requests} a day; "
         f"{runs(home) - cycles} cycles meanwhile",
         per_minute <= 15,
+    )
+
+
+def verify(daemon: Daemon, platform: Served) -> None:
+    """`memsync verify cloud agents` over every user, run by hand beside the daemon (a process
+    of its own, as in the issue, where its requests met the limit): its time and 429s."""
+    before, refused_before = memsync_requests(platform)
+    started = time.perf_counter()
+    done = daemon.memsync("verify", "cloud", "agents")
+    seconds = time.perf_counter() - started
+    after, refused = memsync_requests(platform)
+    report(
+        f"platform: 429s answered to `verify cloud agents` over {USERS:,} users beside the daemon",
+        float(refused - refused_before),
+        "",
+        f"0; {after - before} requests in {seconds:.0f}s start to exit, exit {done.returncode}",
+        refused == refused_before,
     )
 
 

@@ -45,10 +45,11 @@ def register(
     click.echo(
         f"{done.how} webhook {done.subscription.id} on {done.place} ({events}) -> {done.url}"
     )
-    listen = app.config.webhooks.listen
+    public = done.url.split("/hooks/", 1)[0]
     click.echo(
-        f"the daemon receives them on {listen} (your proxy or tunnel forwards {done.url[:-4]}... "
-        f"there); while they arrive, it probes {provider} every {SLOW_PROBE:g}s"
+        f"the daemon receives them on {app.config.webhooks.listen}: forward {public} there "
+        f"(your reverse proxy or tunnel); while they arrive it probes {provider} every "
+        f"{SLOW_PROBE:g}s"
     )
 
 
