@@ -45,6 +45,7 @@ COMMANDS = {
     "sync",
     "ui",
     "verify",
+    "webhook",
 }
 
 

@@ -29,7 +29,7 @@ from memsync.providers.change_probe import WHOLE, ProbeUnsure
 from memsync.providers.hindsight.probe import HindsightDocumentsProbe
 from memsync.providers.hindsight.provider import HindsightProvider
 from memsync.providers.mem0.platform import Mem0PlatformProvider
-from memsync.providers.mem0.platform_scopes import PlatformChangesProbe
+from memsync.providers.mem0.platform_probe import PlatformChangesProbe
 from memsync.providers.mem0.server import Mem0ServerProvider
 from memsync.providers.mem0.server_probes import ServerEntitiesProbe
 from tests.doubles import Fault

@@ -8,6 +8,7 @@ whole pool of writers and every scope's client.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import threading
 from datetime import UTC, datetime, timedelta
@@ -21,10 +22,12 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")  # before mem0 is imported
 from memsync.base.records import Outgoing
 from memsync.base.secrets import Secret
 from memsync.providers.base import WriteOp
+from memsync.providers.http import pacing
 from memsync.providers.http.client import HttpClient
-from memsync.providers.http.pacing import RateLimitPacer, read_headers, route_of
+from memsync.providers.http.pacing import RateLimiter, read_headers, route_of
 from memsync.providers.mem0.platform import Mem0PlatformProvider
 from tests.doubles.mem0_platform_app import Mem0PlatformDouble, RateLimit
+from tests.doubles.sliding_limit import SlidingLimit
 
 KEY = "m0-pacing-key-0123456789"
 
@@ -80,53 +83,116 @@ def test_routes_are_told_apart_by_path_without_ids() -> None:
     assert route_of("POST", "/v3/memories/add/") == "POST /v3/memories/add/"
 
 
-# the pacer, on a clock a test moves -------------------------------------------------------
+# the limiter, on a clock a test moves --------------------------------------------------------
 
 
-def test_a_spent_window_makes_each_request_wait_once_for_the_next() -> None:
+def spent(
+    limiter: RateLimiter, clock: Clock, times: list[float], limit: int, window: float
+) -> None:
+    """memsync's requests at TIMES (each answered at once, the window's last one spending it)."""
+    for at in times:
+        clock.now = at
+        ticket = limiter.reserve("POST", "/v3/memories/")
+        assert ticket.wait == 0
+        left = limit - times.index(at) - 1
+        limiter.done(ticket, answer(limit, left, window - (at - times[0])))
+
+
+def test_waiting_requests_resume_one_per_slot_aging_out_not_as_a_crowd() -> None:
+    """Issue 39 §4: a sliding window frees one slot as each request leaves it; the fixed-window
+    pacer granted a whole fresh window at one instant, and the crowd met 429s."""
     clock = Clock()
-    pacer = RateLimitPacer(clock=clock)
-    first = pacer.reserve("POST", "/v3/memories/add/")
-    assert first.wait == 0  # nothing known yet: not paced
-    pacer.done(first, answer(5, 4, 10.0))  # the window allows 4 more, for 10 s
-    waits = [pacer.reserve("POST", "/v3/memories/add/").wait for _ in range(6)]
-    assert waits[:4] == [0, 0, 0, 0]
-    assert 10.0 <= waits[4] <= 10.01 and waits[4] == waits[5]  # the next window, both
-    clock.now += 10.5  # the window turned: 5 allowed, 2 of them promised already
-    fresh = [pacer.reserve("POST", "/v3/memories/add/").wait for _ in range(4)]
-    assert fresh[:3] == [0, 0, 0] and fresh[3] == pytest.approx(10.0 - 0.5 + 0.005)
+    limiter = RateLimiter(clock=clock)
+    spent(limiter, clock, [0.0, 2.0, 4.0, 6.0, 8.0], limit=5, window=10.0)
+    starts = [8.0 + limiter.reserve("POST", "/v3/memories/").wait for _ in range(5)]
+    assert starts == pytest.approx([10.05, 12.05, 14.05, 16.05, 18.05])
+    assert limiter.waits == 5
 
 
-def test_another_client_spending_the_window_lowers_the_count() -> None:
+def test_the_documented_limit_paces_before_any_answer_names_it() -> None:
     clock = Clock()
-    pacer = RateLimitPacer(clock=clock)
-    pacer.done(pacer.reserve("POST", "/add/"), answer(100, 90, 30.0))
-    ticket = pacer.reserve("POST", "/add/")
-    pacer.done(ticket, answer(100, 1, 29.0))  # someone else used the key meanwhile
-    assert pacer.reserve("POST", "/add/").wait == 0
-    assert pacer.reserve("POST", "/add/").wait == pytest.approx(29.005)
+    limiter = RateLimiter(limit=3, window=60.0, clock=clock)
+    for _ in range(3):
+        ticket = limiter.reserve("GET", "/v1/ping/")
+        assert ticket.wait == 0
+        limiter.done(ticket, None)  # no answer at all: its slot held as of now
+    assert limiter.reserve("GET", "/v1/ping/").wait == pytest.approx(60.05)
 
 
-def test_an_answer_from_a_window_already_over_changes_nothing() -> None:
+def test_a_process_that_just_started_sends_one_request_until_an_answer_says_who_holds_what() -> (
+    None
+):
+    """A `verify` beside the daemon, in a process of its own, knows nothing of the minute:
+    the issue's 429s came from the requests it sent together before any answer."""
     clock = Clock()
-    pacer = RateLimitPacer(clock=clock)
-    pacer.done(pacer.reserve("POST", "/add/"), answer(3, 0, 10.0))
-    late = pacer.reserve("POST", "/add/")  # promised the next window
-    clock.now += 10.5
-    pacer.done(pacer.reserve("POST", "/add/"), answer(3, 1, 9.5))  # the new window speaks
-    pacer.done(late, answer(3, 0, 0.2))  # an answer sent before the turn arrives late
-    assert pacer.reserve("POST", "/add/").wait == 0  # the new window's last request
+    limiter = RateLimiter(limit=1000, window=60.0, clock=clock)
+    first = limiter.reserve("POST", "/v3/memories/")
+    second: list[float] = []
+    waiting = threading.Thread(
+        target=lambda: second.append(limiter.reserve("POST", "/v3/memories/").wait)
+    )
+    waiting.start()
+    waiting.join(0.3)
+    assert waiting.is_alive() and second == []  # held back until the first is answered
+    limiter.done(first, answer(1000, 0, 12.0))  # the daemon holds the rest of the window
+    waiting.join(30)
+    assert second == [pytest.approx(12.05)]  # waits for the server's oldest slot, alone
+
+
+def test_the_key_s_other_clients_shrink_the_budget_and_headroom_leaves_them_room() -> None:
+    clock = Clock()
+    limiter = RateLimiter(limit=100, window=60.0, headroom=0.1, clock=clock)
+    ticket = limiter.reserve("POST", "/add/")
+    limiter.done(ticket, answer(100, 59, 60.0))  # 41 counted: 40 are another client's
+    waits = [limiter.reserve("POST", "/add/").wait for _ in range(50)]
+    # 100 less 10 left to others, less the 40 they hold, less memsync's 1: 49 go at once.
+    assert waits[:49] == [0] * 49 and waits[49] > 59
+
+
+def test_when_others_hold_the_whole_window_one_request_waits_for_reset_alone() -> None:
+    clock = Clock()
+    limiter = RateLimiter(limit=10, window=60.0, clock=clock)
+    limiter.done(limiter.reserve("GET", "/x/"), answer(10, 9, 60.0))
+    clock.now += 61.0  # memsync's slot aged out; another client spent the window meanwhile
+    limiter.done(limiter.reserve("GET", "/x/"), answer(10, 0, 7.0))
+    scout = limiter.reserve("GET", "/x/")
+    assert scout.wait == pytest.approx(7.05)  # the server's oldest leaves before memsync's
+    clock.now += 7.1
+    limiter.done(scout, answer(10, 1, 3.0))  # a slot is free: the others hold 7 now
+    assert limiter.reserve("GET", "/x/").wait == 0
+    # The window is spent again: the next one waits for memsync's own oldest (at 161).
+    assert limiter.reserve("GET", "/x/").wait == pytest.approx(161.0 + 60.05 - clock.now)
 
 
 def test_routes_without_headers_or_with_their_own_limit_are_paced_apart() -> None:
     clock = Clock()
-    pacer = RateLimitPacer(clock=clock)
-    pacer.done(pacer.reserve("POST", "/v3/memories/add/"), answer(2, 0, 60.0))
-    pacer.done(pacer.reserve("POST", "/v3/memories/search/"), answer(50, 49, 60.0))
-    pacer.done(pacer.reserve("POST", "/v3/memories/"), None)
-    assert pacer.reserve("POST", "/v3/memories/add/").wait > 59
-    assert pacer.reserve("POST", "/v3/memories/search/").wait == 0
-    assert all(pacer.reserve("POST", "/v3/memories/").wait == 0 for _ in range(100))
+    limiter = RateLimiter(clock=clock)
+    limiter.done(limiter.reserve("POST", "/v3/memories/add/"), answer(2, 1, 60.0))
+    limiter.done(limiter.reserve("POST", "/v3/memories/search/"), answer(50, 49, 60.0))
+    limiter.done(limiter.reserve("POST", "/v3/memories/"), {"Content-Type": "application/json"})
+    assert limiter.reserve("POST", "/v3/memories/add/").wait == 0  # the add window's last
+    assert limiter.reserve("POST", "/v3/memories/add/").wait > 59
+    assert limiter.reserve("POST", "/v3/memories/search/").wait == 0
+    assert all(limiter.reserve("POST", "/v3/memories/").wait == 0 for _ in range(100))
+
+
+def test_one_limiter_per_server_and_key_in_the_process_the_key_never_kept() -> None:
+    transport = Mem0PlatformDouble(api_key=KEY).transport()  # one server, as in a daemon
+
+    def built(key: str) -> Mem0PlatformProvider:
+        return Mem0PlatformProvider(
+            "m0p",
+            {"user_id": "*"},
+            secret=Secret(key, "$MEM0_API_KEY"),
+            base_url="https://api.mem0.test",
+            transport=transport,
+        )
+
+    cycle, probe = built(KEY), built(KEY)  # a cycle's provider and the probe's
+    assert cycle.http.pacer is probe.http.pacer
+    assert built("another-key-0123456789").http.pacer is not cycle.http.pacer
+    held = repr(vars(cycle.http.pacer)) + repr(pacing._LIMITERS) + repr(pacing._BY_TRANSPORT)
+    assert KEY not in held
 
 
 # against the double -------------------------------------------------------------------------
@@ -192,13 +258,57 @@ def test_every_scope_of_a_provider_paces_on_the_same_window() -> None:
     assert double.throttled == 0 and len(double.memories) == 90
 
 
-def test_without_pacing_the_same_writes_bounce_off_the_limit() -> None:
+def test_five_thousand_requests_over_every_route_at_the_sliding_limit_meet_no_429() -> None:
+    """Issue 40 §5 and 39 §4: a cycle writing 8 at a time and a verify reading 4 at a time,
+    built as separate providers (as the daemon builds them), on one key against a sliding
+    window over every route. The documented 1,000 a minute, scaled to 1,000 a second on both
+    sides so that 5,000 requests take seconds; the limiter's logic is the same."""
+    limit = SlidingLimit(limit=1000, window=1.0)
+    double = Mem0PlatformDouble(api_key=KEY, rate_limit=limit)
+    transport = double.transport()
+
+    def built(scope: str, concurrency: int) -> Mem0PlatformProvider:
+        return Mem0PlatformProvider(
+            "m0p",
+            {"user_id": scope},
+            secret=Secret(KEY, "$MEM0_API_KEY"),
+            base_url="https://api.mem0.test",
+            transport=transport,
+            concurrency=concurrency,
+            rate_limit=(1000, 1.0),
+        )
+
+    seeded = [double.insert(f"old {i}", user_id="bob") for i in range(200)]
+    cycle, verify = built("alice", 8), built("bob", 4)
+    read: list[object] = []
+
+    def verifying() -> None:
+        def one(memory_id: str) -> None:
+            read.append(verify.get(memory_id))
+
+        with concurrent.futures.ThreadPoolExecutor(4) as lanes:
+            for _ in range(9):
+                list(lanes.map(one, seeded))
+
+    reader = threading.Thread(target=verifying)
+    reader.start()
+    results = list(cycle.write_many(creates(3200)))
+    reader.join(300)
+    assert [r.error for r in results if r.error] == []
+    assert len(read) == 1800 and all(r is not None for r in read)
+    assert sum(limit.allowed.values()) >= 5000
+    assert limit.refused == {}  # not one 429...
+    assert cycle.http.pacer.waits > 0  # ...because memsync waited for slots
+
+
+def test_without_pacing_the_same_requests_bounce_off_the_limit() -> None:
     # The baseline the pacing is measured against: a client that reads only Retry-After.
-    class Deaf(RateLimitPacer):
+    class Deaf(RateLimiter):
         def done(self, ticket: object, headers: object) -> None:  # type: ignore[override]
             pass
 
-    double = limited(limit=40, window=1.0)
+    limit = SlidingLimit(limit=40, window=1.0)
+    double = Mem0PlatformDouble(api_key=KEY, rate_limit=limit)
     client = HttpClient(
         "m0p",
         "https://api.mem0.test",
@@ -219,4 +329,4 @@ def test_without_pacing_the_same_writes_bounce_off_the_limit() -> None:
         thread.start()
     for thread in threads:
         thread.join(60)
-    assert double.throttled > 0
+    assert limit.refused["memsync"] > 0

@@ -105,11 +105,10 @@ def test_mem0s_own_client_reads_the_doubles_entity_list(platform: Mem0PlatformDo
         ("user", "bob"),
         ("agent", "support-bot"),
     }
-    assert {e["name"]: e["total_memories"] for e in entities} == {
-        "alice": 2,
-        "bob": 2,
-        "support-bot": 2,
-    }
+    # The fields upstream's OpenAPI requires since mem0 5f77d86ca, which removed
+    # total_memories "against live API behavior": nothing of memsync's may count on it.
+    required = {"id", "name", "created_at", "updated_at", "owner", "type"}
+    assert all(required <= set(e) and "total_memories" not in e for e in entities)
 
 
 def test_platform_users_are_discovered_from_entities_and_each_synced(

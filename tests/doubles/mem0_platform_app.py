@@ -27,13 +27,14 @@ into=canonical)``, ``supersede(old, by=newer)`` and ``synthesize(text, sources, 
 Whether Dream moves ``updated_at`` is not documented: ``dream_touches_updated_at`` (off by
 default, the case where only a full listing can see the change).
 
-Rate limits: with ``rate_limit`` set (a ``RateLimit``: ``limit`` requests per ``window``
-seconds, fixed windows starting at the first request, over the routes it names; the
-documented one is 1,000 adds a minute), every answer of those routes carries
+Rate limits: with ``rate_limit`` set, every answer of the routes it covers carries
 ``X-RateLimit-Limit``, ``X-RateLimit-Remaining`` and ``X-RateLimit-Reset``, and a request past
-the limit is answered 429 with ``Retry-After``. The headers' units are not documented: Reset
-and Retry-After are whole seconds until the window ends, rounded up (Mem0's client reads
-Retry-After with ``int()``, so it must be whole). ``throttled`` counts the 429s.
+the limit is answered 429 with ``Retry-After``. Two kinds: ``SlidingLimit``
+(``sliding_limit.py``: ``limit`` requests in any ``window`` seconds over every route, the
+documented 1,000 a minute at its hardest for a client), and ``RateLimit``: fixed windows
+starting at the first request, over the routes it names (by default the add route), Reset and
+Retry-After whole seconds until the window ends, rounded up (Mem0's client reads Retry-After
+with ``int()``). ``throttled`` counts the 429s.
 
 Shapes follow what ``MemoryClient`` reads: an add answers ``{"results": [...]}``, records
 (listed or read by id) carry ``session_id`` for the run id, errors are ``{"error": ...}``, and
@@ -43,6 +44,11 @@ Where the contract is silent, the double says what it chose, or lets a test choo
 PUT (single or batch) replaces metadata or merges into it is ``metadata_mode`` ("replace" or
 "merge"), since the Platform's documentation does not say; a batch naming a missing memory
 is refused whole (404) and changes nothing.
+
+Filters as ``v2-memory-filters.mdx`` documents them for the Platform: entity fields take a
+value, ``*``, ``eq``, ``ne`` or ``in``; ``memory_ids``; ``AND``, ``OR`` and ``NOT``. Webhooks
+(``mem0_platform_webhooks.py``): the four routes ``MemoryClient`` calls, and an event POSTed to
+each subscriber on every add, update and delete.
 
 Knobs for the failure modes memsync must survive: ``between_pages(page)`` runs after a list
 page is served (insert memories there to shift offset paging), ``count_skew`` makes ``count``
@@ -69,6 +75,8 @@ from starlette.routing import Route
 
 from memsync.base.records import is_expired, parse_instant
 from tests.doubles import ASGIApp, ASGIBridge, Faults
+from tests.doubles.mem0_platform_webhooks import PlatformWebhooks
+from tests.doubles.sliding_limit import SlidingLimit
 
 ENTITY_IDS = ("user_id", "agent_id", "app_id", "run_id")
 MAX_PAGE_SIZE = 200
@@ -93,7 +101,7 @@ class RateLimit:
     def covers(self, method: str, path: str) -> bool:
         return (method, path) in self.routes
 
-    def take(self) -> tuple[bool, dict[str, str]]:
+    def take(self, who: str = "") -> tuple[bool, dict[str, str]]:
         """Whether one more request fits this window, and the headers that say how many do."""
         with self._lock:
             now = self.clock()
@@ -116,6 +124,51 @@ class RateLimit:
             return allowed, headers
 
 
+class Memories(dict[str, dict[str, Any]]):
+    """The double's memories by id, indexed by user: a list naming users (as each scope's
+    listing does) looks at theirs alone, so a thousand users' listings cost what they hold,
+    not a thousand passes over every memory. A memory's user never changes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._by_user: dict[str | None, set[str]] = {}
+
+    def __setitem__(self, memory_id: str, memory: dict[str, Any]) -> None:
+        if memory_id in self:
+            self._unindex(memory_id)
+        super().__setitem__(memory_id, memory)
+        self._by_user.setdefault(memory.get("user_id"), set()).add(memory_id)
+
+    def __delitem__(self, memory_id: str) -> None:
+        self._unindex(memory_id)
+        super().__delitem__(memory_id)
+
+    def pop(self, memory_id: str, *default: Any) -> Any:  # type: ignore[override]
+        if memory_id in self:
+            self._unindex(memory_id)
+        return super().pop(memory_id, *default)
+
+    def clear(self) -> None:
+        super().clear()
+        self._by_user.clear()
+
+    def update(self, *others: Any, **more: Any) -> None:
+        for memory_id, memory in dict(*others, **more).items():
+            self[memory_id] = memory
+
+    def setdefault(self, *args: Any) -> Any:
+        raise NotImplementedError("set a memory with memories[id] = memory")
+
+    def _unindex(self, memory_id: str) -> None:
+        self._by_user.get(self[memory_id].get("user_id"), set()).discard(memory_id)
+
+    def among(self, users: list[str] | None) -> list[dict[str, Any]]:
+        """The memories of these users (None: every memory)."""
+        if users is None:
+            return list(self.values())
+        return [self[i] for user in users for i in sorted(self._by_user.get(user, ()))]
+
+
 class _Refused(Exception):
     def __init__(self, status: int, detail: str) -> None:
         self.status = status
@@ -129,7 +182,7 @@ class Mem0PlatformDouble:
         api_key: str,
         page_size_default: int = 100,
         metadata_mode: Literal["replace", "merge"] = "replace",
-        rate_limit: RateLimit | None = None,
+        rate_limit: RateLimit | SlidingLimit | None = None,
     ) -> None:
         self.api_key = api_key
         self.rate_limit = rate_limit
@@ -137,7 +190,7 @@ class Mem0PlatformDouble:
         self.dream_touches_updated_at = False
         self.metadata_mode = metadata_mode
         self.page_size_default = page_size_default
-        self.memories: dict[str, dict[str, Any]] = {}
+        self.memories = Memories()
         self.faults = Faults()
         self.extraction_requests = 0
         self.between_pages: Callable[[int], None] | None = None
@@ -156,6 +209,10 @@ class Mem0PlatformDouble:
             Route("/v1/batch/", self.batch_delete, methods=["DELETE"]),
             Route("/v1/entities/", self.entities, methods=["GET"]),
         ]
+        self.webhooks = PlatformWebhooks(
+            lambda request: request.headers.get("authorization") == f"Token {self.api_key}"
+        )
+        routes += self.webhooks.routes()
         self.app: ASGIApp = self.faults.wrap(self._limited(Starlette(routes=routes)))
 
     def transport(self) -> ASGIBridge:
@@ -187,6 +244,7 @@ class Mem0PlatformDouble:
             "replaced_by": None,
             "synthesized": False,
         }
+        self.webhooks.emit("memory_add", self.memories[memory_id])
         return memory_id
 
     # Dream, behind the client's back ------------------------------------------------------
@@ -226,7 +284,7 @@ class Mem0PlatformDouble:
             if not limit.covers(scope["method"], scope["path"]):
                 await app(scope, receive, send)
                 return
-            allowed, headers = limit.take()
+            allowed, headers = limit.take(_who(scope))
             raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
             if not allowed:
                 self.throttled += 1
@@ -263,6 +321,7 @@ class Mem0PlatformDouble:
                 metadata = {**(memory.get("metadata") or {}), **metadata}
             memory["metadata"] = metadata
         memory["updated_at"] = self.now().isoformat()
+        self.webhooks.emit("memory_update", memory)
 
     @staticmethod
     def _as_listed(memory: dict[str, Any]) -> dict[str, Any]:
@@ -331,7 +390,7 @@ class Mem0PlatformDouble:
         states = _dream_states(body)
         chosen = [
             m
-            for m in self.memories.values()
+            for m in self.memories.among(_users_named(filters))
             if _matches(m, filters)
             and (shown or not is_expired(m.get("expiration_date")))
             and m.get("lifecycle_state", ACTIVE) in states
@@ -423,6 +482,7 @@ class Mem0PlatformDouble:
     async def delete_memory(self, request: Request) -> Response:
         memory = self._found(request)
         del self.memories[memory["id"]]
+        self.webhooks.emit("memory_delete", memory)
         return JSONResponse({"message": "Memory deleted successfully!"})
 
     async def _batch(self, request: Request) -> list[dict[str, Any]]:
@@ -450,15 +510,16 @@ class Mem0PlatformDouble:
     async def batch_delete(self, request: Request) -> Response:
         items = await self._batch(request)
         for entry in items:
-            del self.memories[entry["memory_id"]]
+            self.webhooks.emit("memory_delete", self.memories.pop(entry["memory_id"]))
         return JSONResponse({"message": f"Successfully deleted {len(items)} memories"})
 
     @_handle
     async def entities(self, request: Request) -> Response:
         """``GET /v1/entities/``: every user, agent, app and run holding memories.
 
-        The docs show a list of entities; ``MemoryClient.delete_users`` reads the answer's
-        ``results``, so the double answers the paginated object (``?page&page_size``).
+        The paginated object of the OpenAPI at mem0 8d5b786 (``?page&page_size``), which
+        ``MemoryClient.delete_users`` reads: no ``total_memories`` (mem0 5f77d86ca removed it
+        "against live API behavior"), so nothing of memsync's may count on it.
         """
         try:
             page = int(request.query_params.get("page", "1"))
@@ -477,9 +538,7 @@ class Mem0PlatformDouble:
                 "type": kind,
                 "created_at": min(m["created_at"] for m in held),
                 "updated_at": max(m["updated_at"] for m in held),
-                "total_memories": len(held),
                 "owner": "tester",
-                "organization": "org_test",
                 "metadata": None,
             }
             for (kind, name), held in sorted(found.items())
@@ -495,6 +554,14 @@ class Mem0PlatformDouble:
                 "results": rows[start : start + size],
             }
         )
+
+
+def _who(scope: Any) -> str:
+    """Who sent a request: a benchmark's other client names itself in X-Bench-Client."""
+    for name, value in scope.get("headers") or []:
+        if name.lower() == b"x-bench-client":
+            return value.decode("latin-1") or "bench"
+    return "memsync"
 
 
 def _dream_states(body: dict[str, Any]) -> set[str]:
@@ -515,6 +582,19 @@ def _valid_id(memory_id: str) -> str:
     return memory_id
 
 
+def _users_named(filters: dict[str, Any]) -> list[str] | None:
+    """The users a filter is limited to (a user_id value or ``in`` list at its top, or in its
+    top AND), or None when it may select any memory."""
+    conditions = [filters, *(c for c in filters.get("AND") or [] if isinstance(c, dict))]
+    for condition in conditions:
+        wanted = condition.get("user_id")
+        if isinstance(wanted, str) and wanted != "*":
+            return [wanted]
+        if isinstance(wanted, dict) and isinstance(wanted.get("in"), list) and len(wanted) == 1:
+            return sorted({str(user) for user in wanted["in"]})
+    return None
+
+
 def _names_an_entity(filters: dict[str, Any]) -> bool:
     if any(k in filters for k in ENTITY_IDS):
         return True
@@ -533,15 +613,45 @@ def _matches(memory: dict[str, Any], filters: dict[str, Any]) -> bool:
         elif key == "OR":
             if not any(_matches(memory, c) for c in condition):
                 return False
+        elif key == "NOT":
+            negated = condition if isinstance(condition, list) else [condition]
+            if all(_matches(memory, c) for c in negated):
+                return False
         elif key in ENTITY_IDS:
-            value = memory.get(key)
-            if value is None if condition == "*" else value != condition:
+            if not _entity_matches(memory.get(key), condition):
+                return False
+        elif key == "memory_ids":
+            ids = condition.get("in") if isinstance(condition, dict) else condition
+            if not isinstance(ids, list):
+                raise _Refused(400, "memory_ids takes a list of ids")
+            if memory["id"] not in ids:
                 return False
         elif key in ("created_at", "updated_at"):
             if not _compare(memory[key], condition):
                 return False
         else:
             raise _Refused(400, f"Unsupported filter field: {key}")
+    return True
+
+
+def _entity_matches(value: Any, condition: Any) -> bool:
+    """An entity field's condition (v2-memory-filters.mdx): a value, "*" (any non-null
+    value), or one of eq, ne, in."""
+    if condition == "*":
+        return value is not None
+    if not isinstance(condition, dict):
+        return bool(value == condition)
+    for op, operand in condition.items():
+        if op == "eq":
+            ok = value == operand
+        elif op == "ne":
+            ok = value != operand
+        elif op == "in" and isinstance(operand, list):
+            ok = value in operand
+        else:
+            raise _Refused(400, f"Invalid entity filter {op}: {operand}")
+        if not ok:
+            return False
     return True
 
 

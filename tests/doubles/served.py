@@ -16,6 +16,12 @@ it in bulk, ``holds`` asks whether a user holds a text without a request, and re
 with the ``X-Bench-Client`` header (the benchmark's own client writing as another program
 would) are left out of ``stats``, which counts what memsync asked.
 
+``Served("mem0-platform")`` is the Platform double (its memories indexed per user):
+``seed_platform`` fills it, ``sliding`` puts the documented limit over every route, ``limits``
+says what the limit counted and refused for memsync and for the benchmark's own clients (which
+send ``X-Bench-Client``), ``find`` names a memory's id, and its webhooks POST to whatever URL
+memsync registers.
+
 TCP_NODELAY is set on the listening socket. A socket made by ``socket.socket()`` has protocol
 0, so asyncio does not turn Nagle off for the connections it accepts, and uvicorn writes a
 response's head and body separately: the body then waits for the client's delayed ACK, 40 ms
@@ -101,6 +107,27 @@ class Served:
         """``mem0-org``: how many memories ``GET /entities`` scans (upstream: 10,000)."""
         self._ask(f"scan-limit {memories}")
 
+    def seed_platform(self, users: int, per_user: int) -> int:
+        """``mem0-platform``: PER_USER memories for each of USERS users, dated a month ago."""
+        return int(self._ask(f"seed-platform {users} {per_user}")["memories"])
+
+    def sliding(self, limit: int, window: float) -> None:
+        """``mem0-platform``: a sliding-window limit over every route."""
+        self._ask(f"sliding {limit} {window}")
+
+    def limits(self) -> dict[str, dict[str, int]]:
+        """``mem0-platform``: requests the limit counted and refused, by who sent them."""
+        return self._ask("limits")
+
+    def find(self, user: str, text: str) -> str | None:
+        """``mem0-platform``: the id of USER's memory holding TEXT."""
+        found = self._ask(f"find {json.dumps([user, text])}")["id"]
+        return str(found) if found else None
+
+    def webhooks(self) -> dict[str, int]:
+        """``mem0-platform``: events delivered (tried) and dropped so far."""
+        return self._ask("webhooks")
+
     def die_on_write(self) -> None:
         """The process exits at the first write it receives: a server killed mid-cycle."""
         self._ask("die-on-write")
@@ -153,6 +180,58 @@ def _double(kind: str) -> Any:
     raise SystemExit(f"unknown double {kind!r}")
 
 
+def _seed_platform(double: Any, argument: str) -> dict[str, Any]:
+    """PER_USER memories for each of USERS users (``user0000``...), dated a month ago."""
+    from datetime import UTC, datetime, timedelta
+
+    users, per_user = (int(n) for n in argument.split())
+    old = datetime.now(UTC) - timedelta(days=30)
+    for number in range(users):
+        user = f"user{number:04d}"
+        for i in range(per_user):
+            when = old + timedelta(seconds=number * per_user + i)
+            double.insert(f"{user} memory {i}: likes tea", created_at=when, user_id=user)
+    return {"memories": users * per_user}
+
+
+def _sliding(double: Any, argument: str) -> dict[str, Any]:
+    """A sliding-window limit over every route: LIMIT requests in any WINDOW seconds."""
+    from tests.doubles.sliding_limit import SlidingLimit
+
+    limit, window = argument.split()
+    double.rate_limit = SlidingLimit(limit=int(limit), window=float(window))
+    return {"limit": int(limit), "window": float(window)}
+
+
+def _limits(double: Any, argument: str) -> dict[str, Any]:
+    """Requests the limit counted and refused (429), by who sent them."""
+    limit = double.rate_limit
+    if limit is None:
+        return {"allowed": {}, "refused": {}}
+    return {"allowed": dict(limit.allowed), "refused": dict(limit.refused)}
+
+
+def _find(double: Any, argument: str) -> dict[str, Any]:
+    """The id of USER's memory holding TEXT (None: none does)."""
+    user, text = json.loads(argument)
+    found = [m["id"] for m in double.memories.among([user]) if m["memory"] == text]
+    return {"id": found[0] if found else None}
+
+
+def _delivered(double: Any, argument: str) -> dict[str, Any]:
+    return {"delivered": len(double.webhooks.delivered), "dropped": len(double.webhooks.dropped)}
+
+
+# The Platform double's commands (``Served("mem0-platform")``).
+_PLATFORM = {
+    "seed-platform": _seed_platform,
+    "sliding": _sliding,
+    "limits": _limits,
+    "find": _find,
+    "webhooks": _delivered,
+}
+
+
 def _serve(kind: str, port: int) -> None:
     import uvicorn
 
@@ -200,11 +279,16 @@ def _serve(kind: str, port: int) -> None:
                 ]
                 double.insert_many(texts, user_id=user)
             answer = {"memories": users * per_user}
+        elif command == "holds" and kind == "mem0-platform":
+            user, text = json.loads(argument)
+            answer = {"holds": any(m["memory"] == text for m in double.memories.among([user]))}
         elif command == "holds":
             user, text = json.loads(argument)
             with double.lock:
                 rows = double.memory.vector_store.list(filters={"user_id": user}, top_k=None)
             answer = {"holds": any((r.payload or {}).get("data") == text for r in rows[0])}
+        elif command in _PLATFORM:
+            answer = _PLATFORM[command](double, argument)
         elif command == "scan-limit":
             double.entity_scan_limit = int(argument)
             answer = {"scan_limit": double.entity_scan_limit}

@@ -126,6 +126,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "mcp",
         "Serve a mnem store to an agent over MCP (stdio): mnem-mcp's tools, never locked out.",
     ),
+    "webhook": LazyCommand(
+        "webhook",
+        "webhook",
+        "Register, list or remove the Platform's webhook that sends its changes to the daemon.",
+    ),
 }
 
 

@@ -36,6 +36,7 @@ from memsync.config.sections import (
     SyncConfig,
     UiConfig,
     VerifyConfig,
+    WebhooksConfig,
 )
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "SyncConfig",
     "UiConfig",
     "VerifyConfig",
+    "WebhooksConfig",
     "describe_validation_error",
     "load_config",
     "parse_config",

@@ -74,6 +74,34 @@ def parse_duration(value: str | int | float) -> float:
     return seconds
 
 
+def parse_optional_duration(value: Any) -> float | None:
+    """A duration, or None for "off" (or no value)."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "off"):
+        return None
+    return parse_duration(value)
+
+
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(.+?)\s*$")
+
+
+def parse_rate(value: Any) -> tuple[int, float]:
+    """'1000/1m' (requests per window) as (requests, seconds)."""
+    if isinstance(value, list | tuple) and len(value) == 2:
+        requests, window = value
+    else:
+        match = _RATE.match(value) if isinstance(value, str) else None
+        if match is None:
+            raise ValueError(f"expected requests per window such as '1000/1m', got {value!r}")
+        requests, window = match.group(1), match.group(2)
+    try:
+        count = int(requests)
+    except (TypeError, ValueError):
+        raise ValueError(f"expected a whole number of requests, got {requests!r}") from None
+    if count < 1:
+        raise ValueError("expected at least one request a window")
+    return count, parse_duration(window)
+
+
 class Strict(BaseModel):
     """Every table: an unknown key is an error, and a loaded config never changes."""
 

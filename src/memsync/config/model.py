@@ -20,6 +20,7 @@ from memsync.config.sections import (
     SyncConfig,
     UiConfig,
     VerifyConfig,
+    WebhooksConfig,
 )
 
 
@@ -30,6 +31,7 @@ class Config(Strict):
     ui: UiConfig = UiConfig()
     verify: VerifyConfig = VerifyConfig()
     metrics: MetricsConfig = MetricsConfig()
+    webhooks: WebhooksConfig = WebhooksConfig()
     providers: dict[str, ProviderConfig]
 
     @field_validator("providers")
@@ -46,9 +48,9 @@ class Config(Strict):
     @classmethod
     def _full_pass_beside_a_probe(cls, data: Any) -> Any:
         """With a probe and no interval, the full pass runs as docs/daemon.md recommends beside
-        one: hourly, or daily when every probed store is a Mem0 server read through its
-        database (a probe that misses nothing). Every 5 minutes, a team's full passes would
-        cost more than its probes save."""
+        one: hourly, or daily when every probed store's probe finds deletes too (a Mem0 server
+        read through its database; the Platform with its delete check). Every 5 minutes, a
+        team's full passes would cost more than its probes save."""
         sync = data.get("sync") if isinstance(data, dict) else None
         if not isinstance(sync, dict) or "interval" in sync:
             return data
@@ -67,11 +69,7 @@ class Config(Strict):
             if e.get("type") in ("mem0-server", "mem0-platform")
             or (e.get("type") == "hindsight" and e.get("bank"))
         ]
-        complete = bool(probed) and all(
-            e.get("type") == "mem0-server"
-            and (e.get("database_url_env") or e.get("database_url_file"))
-            for e in probed
-        )
+        complete = bool(probed) and all(_probed_completely(e) for e in probed)
         interval = COMPLETELY_PROBED_INTERVAL if complete else PROBED_INTERVAL
         return {**data, "sync": {**sync, "interval": interval}}
 
@@ -99,3 +97,14 @@ class Config(Strict):
             raise ConfigError(
                 f"no provider named {name!r} in the config (configured: {names})"
             ) from None
+
+
+def _probed_completely(entry: dict[str, Any]) -> bool:
+    """Whether a probed store's probe finds deletes as well as adds and edits: a Mem0 server's
+    database probe, or the Platform's probe with its delete check (not "off")."""
+    if entry.get("type") == "mem0-server":
+        return bool(entry.get("database_url_env") or entry.get("database_url_file"))
+    if entry.get("type") == "mem0-platform":
+        check = entry.get("delete_check", "on")
+        return not (isinstance(check, str) and check.strip().lower() == "off")
+    return False

@@ -21,6 +21,8 @@ from memsync.config.fields import (
     globs,
     no_platform_only_keys,
     parse_duration,
+    parse_optional_duration,
+    parse_rate,
     variable_name,
 )
 from memsync.config.messages import explain_error
@@ -229,11 +231,27 @@ class Mem0PlatformConfig(_Http):
     # Read only what Dream calls the current truth (latest_only=true): memories already
     # superseded or merged when first seen are never copied (see docs/dream.md).
     latest_only: bool = False
+    # The key's limit (requests per window), shared with every other client of the key: the
+    # documented 1,000 a minute until the answers' X-RateLimit-Limit names another; memsync
+    # leaves rate_headroom of it to the key's other clients (agents).
+    rate_limit: tuple[int, float] = (1000, 60.0)
+    rate_headroom: float = Field(default=0.05, ge=0.0, lt=1.0)
+    # How often, while no cycle runs, one count on the Platform checks for deletes
+    # (docs/daemon.md, "Deletes on the Platform"); None: off.
+    delete_check: float | None = 60.0
 
     _scope = field_validator("scope")(check_scope)
     _lookback = field_validator("lookback", mode="before")(
         classmethod(lambda cls, v: parse_duration(v))
     )
+    _delete_check = field_validator("delete_check", mode="before")(
+        classmethod(lambda cls, v: parse_optional_duration(v))
+    )
+
+    @field_validator("rate_limit", mode="before")
+    @classmethod
+    def _rate(cls, value: Any) -> tuple[int, float]:
+        return parse_rate(value)
 
 
 class LangGraphLayoutConfig(Strict):

@@ -1,4 +1,5 @@
-"""The config's other tables: [sync], [backup], [pmm], [ui], [verify] and [metrics]."""
+"""The config's other tables: [sync], [backup], [pmm], [ui], [verify], [metrics] and
+[webhooks]."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from memsync.base.pmm import DEFAULT_MAX_CONTENT_BYTES
-from memsync.config.address import check_exposure, parse_listen
+from memsync.config.address import check_exposure, is_loopback, parse_listen
 from memsync.config.fields import Strict, parse_duration
 
 DEFAULT_INTERVAL = 300.0  # the full pass: every 5 minutes...
@@ -114,3 +115,45 @@ class MetricsConfig(Strict):
     only when asked (a team of thousands of scopes would be thousands of series each)."""
 
     per_scope: bool = False
+
+
+class WebhooksConfig(Strict):
+    """Where the daemon receives the changes a store pushes (the Mem0 Platform's webhooks): its
+    own listener, off unless ``listen`` is set; ``public_url``: the HTTPS address the store
+    calls (a reverse proxy or tunnel forwarding to ``listen``), for `memsync webhook register`."""
+
+    listen: str | None = None
+    public_url: str | None = None
+    allow_remote: bool = False
+    allow_insecure_http: bool = False
+
+    @field_validator("listen")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_listen(value)
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError(f"expected an https:// URL, got {value!r}")
+        return None if value is None else value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _exposure(self) -> WebhooksConfig:
+        if self.listen is not None:
+            host = parse_listen(self.listen)[0]
+            if not is_loopback(host) and not self.allow_remote:
+                raise ValueError(
+                    f"{host!r} is not a loopback address; the webhook listener listens on "
+                    "127.0.0.1 or ::1 behind your proxy, unless [webhooks] allow_remote = true"
+                )
+        url = self.public_url
+        if url is not None and url.startswith("http://") and not self.allow_insecure_http:
+            raise ValueError(
+                f"public_url {url!r} is plain HTTP: the events would carry memsync's secret "
+                "in the clear; use https://, or allow_insecure_http = true for a test"
+            )
+        return self

@@ -22,9 +22,10 @@ A record read ``detached`` (an agent rewrote it through a store's own API and th
 keeps beside the text there are gone, see ``Record.detached``) whose staged version still had
 them is the agent's text change only: metadata, dates, origin and non-native provenance are
 carried over from the staged row. It stays staged under that older version token until the
-queued write back into its store (an update, replayed in this run) lands, so a dry run, a crash
-or a second rewrite in between loses nothing: the next listing that returns it carries over
-again.
+write back into its store lands: the mirror holds it in staging (``staging/write_backs.py``)
+and every cycle that mirrors the store queues it again, an incremental one too, until one
+lands; a dry run, a crash, a busy store or a second rewrite in between loses nothing, and no
+write-back waits for a full listing to return the record.
 """
 
 from __future__ import annotations
@@ -122,6 +123,10 @@ class Mirror:
             self.rollbacks.gate(max(before, result.listed))
             if listing.complete:
                 self._commit_cursor(listing)
+            if self.write_back:  # those held since an earlier run too: incremental or not
+                result.write_backs = self.store.write_backs.requeue(
+                    self.run_id, self.provider.name, utc_now_iso()
+                )
         result.excluded_copies = self.exclusion.copies()
         result.outside = self._outside(listing)
         fault_point("mirror:committed")
@@ -210,9 +215,9 @@ class Mirror:
                 self.records.refresh_tokens(tokens)
             self.store.journal.append(journal)
             if repairs:
-                # Written back into its own store, so it holds memsync's fields again (a plain
-                # update from the staged record, replayed in this run).
-                self.store.outbox.queue_write_backs(self.run_id, name, repairs, utc_now_iso())
+                # Written back into its own store, so it holds memsync's fields again: held
+                # until it lands, queued in this run and every later one (``run``).
+                self.store.write_backs.hold(name, repairs, now)
             if skipped:
                 self.records.record_skipped(
                     (self.run_id, name, s.id, s.reason, utc_now_iso()) for s in skipped

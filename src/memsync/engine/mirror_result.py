@@ -42,6 +42,7 @@ class MirrorResult:
     excluded_copies: dict[str, int] = field(default_factory=dict)  # made before the rule
     outside: int | None = None  # records outside the store's layout (Listing.outside)
     undated: int = 0  # versions listed whose time the store could not tell (a walk cut short)
+    write_backs: int = 0  # write-backs owed to the store, queued in this run
 
     def as_dict(self) -> dict[str, Any]:
         return {

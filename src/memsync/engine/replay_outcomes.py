@@ -97,6 +97,7 @@ class Outcomes:
         now = utc_now_iso()
         records, bases, agreements, journal = [], [], [], []
         removed: list[tuple[str, str]] = []  # records gone from the provider
+        restored: list[str] = []  # write-backs that landed (memories by link)
         unlinked: list[tuple[str, str, str | None]] = []  # bases of deleted records
         for row, result in done:
             link_id, run_id = row.link_id, row.run_id
@@ -115,7 +116,9 @@ class Outcomes:
             if row.provider_id and row.provider_id != record.id:
                 # The provider gave the memory a new id on update (Cognee): drop the old row.
                 removed.append((provider, row.provider_id))
-            if not _restores_own_fields(row, provider):
+            if _restores_own_fields(row, provider):
+                restored.append(link_id)
+            else:
                 bases.append(
                     NewBase(
                         link_id, provider, record.id, record.fingerprint, record.content_hash, now
@@ -137,6 +140,7 @@ class Outcomes:
             self.store.records.remove(removed)
             self.store.links.drop_bases(unlinked)
             self.store.journal.append(journal)
+            self.store.write_backs.settle(provider, restored)
         fault_point("replay:remembered")
 
 

@@ -2,8 +2,9 @@
 
 The module a type's ``build`` lives in may also say, from the config entry alone, what the
 daemon can do for it before anything is built: ``watched_files(name, entry, keys)``, the local
-files its store lives in (``watched.py``), and ``change_probe(name, entry)``, how one cheap
-request says which scopes changed (``change_probe.py``). This registry is the one place that
+files its store lives in (``watched.py``), ``change_probe(name, entry)``, how one cheap
+request says which scopes changed (``change_probe.py``), and ``pushed_changes(name, entry)``,
+the changes its store pushes to a URL (``pushed.py``). This registry is the one place that
 looks a type up; everything above it asks through these functions or the ``Provider``.
 """
 
@@ -21,6 +22,7 @@ from memsync.config import Config, ProviderConfig
 from memsync.providers.base import Provider
 from memsync.providers.change_probe import ProbeMaker
 from memsync.providers.held import HeldStores
+from memsync.providers.pushed import PushMaker
 from memsync.providers.watched import WatchedFiles
 
 # type -> "module:function" building a Provider from (name, config, Config). Imported lazily:
@@ -123,6 +125,14 @@ def change_probe(name: str, entry: ProviderConfig) -> ProbeMaker | None:
     return maker
 
 
+def pushed_changes(name: str, entry: ProviderConfig) -> PushMaker | None:
+    """How to read and subscribe to the changes provider NAME's store pushes (the Platform's
+    webhooks) once it is built; None when it pushes none."""
+    hook = _hook(name, entry, "pushed_changes")
+    maker: PushMaker | None = None if hook is None else hook(name, entry)
+    return maker
+
+
 def check_for_daemon(config: Config) -> None:
     """Each type's refusal (a ConfigError) of what would stop a long-running daemon, asked at
     its start and before a reload: ``check_for_daemon(name, entry, config)`` beside its build."""
@@ -139,5 +149,6 @@ __all__ = [
     "change_probe",
     "check_for_daemon",
     "not_served",
+    "pushed_changes",
     "watched_files",
 ]

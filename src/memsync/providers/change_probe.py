@@ -12,8 +12,9 @@ builds a provider only to probe it.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from memsync.base.errors import MemsyncError
 from memsync.base.records import Record
@@ -29,11 +30,27 @@ class ProbeUnsure(MemsyncError):
 @dataclass
 class Flags:
     """What one probe found: the scopes (labels; ``WHOLE`` for a provider of one scope) that
-    changed, or why every scope must be listed, and the tokens to keep once they are listed."""
+    changed, or why every scope must be listed, and the tokens to keep once they are listed.
+    ``changed``: the memories each flagged scope changed, by id, where the probe can tell (the
+    daemon compares them with the events a store pushes)."""
 
     scopes: set[str] = field(default_factory=set)
     everything: str | None = None
     tokens: dict[str, str] = field(default_factory=dict)
+    changed: dict[str, set[str]] = field(default_factory=dict)
+
+
+class StagedMirror(Protocol):
+    """What memsync holds of a provider, read from staging for a probe that compares counts."""
+
+    def labels(self, provider: str) -> list[str]:
+        """The scopes (labels) of PROVIDER memsync syncs."""
+        ...
+
+    def count(self, provider: str, labels: Sequence[str] | None, created_by: str) -> int:
+        """PROVIDER's records in these scopes (None: every scope) created at or before
+        CREATED_BY (an ISO instant)."""
+        ...
 
 
 class ChangeProbe(ABC):
@@ -42,12 +59,20 @@ class ChangeProbe(ABC):
     def __init__(self, name: str, provider: Provider) -> None:
         self.name = name
         self.provider = provider
+        # What memsync holds, for a probe that compares counts (the daemon sets it).
+        self.staged: StagedMirror | None = None
 
     @abstractmethod
     def ask(self, known: Mapping[str, str]) -> Flags:
         """One probe against ``known`` (scope label → the token memsync last listed it with;
         ``""`` for a scope memsync syncs but holds no token for). Raises MemsyncError when it
         failed, ProbeUnsure when its answer cannot be trusted."""
+
+    def deletions(self) -> set[str]:
+        """Scopes (labels) that lost memories since memsync listed them, to list in full (an
+        incremental listing cannot see a delete): asked by the daemon after each probe, for a
+        probe that has its own way to tell (a count against ``staged``). None found: empty."""
+        return set()
 
     def unseen(self, label: str) -> str | None:
         """The token of a scope the probe's answer did not name (None: it has none)."""
@@ -72,4 +97,4 @@ class ChangeProbe(ABC):
 ProbeMaker = Callable[[Provider], ChangeProbe]
 
 
-__all__ = ["WHOLE", "ChangeProbe", "Flags", "ProbeMaker", "ProbeUnsure"]
+__all__ = ["WHOLE", "ChangeProbe", "Flags", "ProbeMaker", "ProbeUnsure", "StagedMirror"]

@@ -307,6 +307,15 @@ class Journal:
 
     # verify and cutover -------------------------------------------------------------------
 
+    def wrote_recently(self, provider: str, provider_id: str, since: str) -> bool:
+        """Whether memsync itself wrote PROVIDER_ID into PROVIDER at or after SINCE."""
+        row = self.conn.execute(
+            "SELECT 1 FROM changes WHERE provider = ? AND provider_id = ? AND kind = 'written' "
+            "AND at >= ? LIMIT 1",
+            (provider, provider_id, since),
+        ).fetchone()
+        return row is not None
+
     def newest_seq(self) -> int:
         row = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()
         return int(row[0])

@@ -159,30 +159,6 @@ class Outbox:
             ),
         )
 
-    def queue_write_backs(self, run_id: int, provider: str, links: list[str], now: str) -> None:
-        """Queue an update of each memory's staged record back into its own store (an outbox
-        row per record, replayed in this run): the mirror's carried-over records, whose
-        store lost memsync's fields (``replay`` leaves their bases where they were)."""
-        self.conn.executemany(
-            "INSERT INTO outbox (run_id, link_id, provider, kind, provider_id, payload, state, "
-            "attempts, created_at, updated_at) "
-            "SELECT ?, ?, ?, 'update', provider_id, ?, 'pending', 0, ?, ? FROM records "
-            "WHERE provider = ? AND link_id = ?",
-            [
-                (
-                    run_id,
-                    link,
-                    provider,
-                    json.dumps({"source": provider, "source_link": link}),
-                    now,
-                    now,
-                    provider,
-                    link,
-                )
-                for link in links
-            ],
-        )
-
     # replay -------------------------------------------------------------------------------
 
     def pending_targets(self, run_id: int, among: Sequence[str] | None = None) -> list[str]:

@@ -114,6 +114,26 @@ class Records:
             ).fetchone()
         return int(row[0])
 
+    def count_created_by(self, providers: Sequence[str], created_by: str) -> int:
+        """The records of these providers created at or before CREATED_BY (an ISO instant;
+        dates compared as instants, whatever their offset)."""
+        row = self.conn.execute(
+            "SELECT COUNT(*) FROM records WHERE provider IN (SELECT value FROM json_each(?)) "
+            "AND julianday(created_at) <= julianday(?)",
+            (json.dumps(list(providers)), created_by),
+        ).fetchone()
+        return int(row[0])
+
+    def scope_of(self, providers: Sequence[str], provider_id: str) -> tuple[str, str] | None:
+        """Which of these providers holds the memory PROVIDER_ID, and its text; None when
+        none does."""
+        row = self.conn.execute(
+            "SELECT provider, content FROM records WHERE provider_id = ? "
+            "AND provider IN (SELECT value FROM json_each(?)) LIMIT 1",
+            (provider_id, json.dumps(list(providers))),
+        ).fetchone()
+        return None if row is None else (str(row[0]), str(row[1]))
+
     def of_provider(self, provider: str) -> Iterator[Record]:
         """The mirrored records of a provider, in id order, streamed."""
         cursor = self.conn.execute(

@@ -420,6 +420,38 @@ MIGRATIONS: tuple[Migration, ...] = (
         ) WITHOUT ROWID;
         """,
     ),
+    Migration(
+        10,
+        "write-backs held until they land; webhook registrations and their health (issue 39)",
+        """
+        -- A record an agent rewrote through its store's own API, whose memsync fields the
+        -- store lost, is written back with them; held here until that write lands, so every
+        -- cycle (an incremental one too) queues it again (memsync.staging.write_backs).
+        CREATE TABLE write_backs (
+            provider TEXT NOT NULL,
+            link_id TEXT NOT NULL,
+            since TEXT NOT NULL,
+            PRIMARY KEY (provider, link_id)
+        ) WITHOUT ROWID;
+        -- Where memsync registered for a store's pushed changes (the Platform's webhooks),
+        -- the URL with its secret masked, and how the events are arriving as the daemon
+        -- last noted it (memsync.staging.webhooks).
+        CREATE TABLE webhooks (
+            provider TEXT PRIMARY KEY,
+            subscription_id TEXT NOT NULL,
+            place TEXT,
+            url TEXT NOT NULL,
+            registered_at TEXT NOT NULL,
+            state TEXT,
+            last_event_at TEXT,
+            events TEXT NOT NULL DEFAULT '{}',
+            missed INTEGER NOT NULL DEFAULT 0,
+            rejected INTEGER NOT NULL DEFAULT 0,
+            probe_every REAL,
+            noted_at TEXT
+        ) WITHOUT ROWID;
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -39,6 +39,8 @@ from memsync.staging.schema import LATEST, MIGRATIONS
 from memsync.staging.status_counts import StatusCounts
 from memsync.staging.store_commits import StoreCommits
 from memsync.staging.verify_results import VerifyResults
+from memsync.staging.webhooks import Webhooks
+from memsync.staging.write_backs import WriteBacks
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -77,6 +79,8 @@ class StagingStore:
         self.cycle_outcomes = CycleOutcomes(conn)
         self.excluded = ExcludedRecords(conn)
         self.store_commits = StoreCommits(conn)
+        self.write_backs = WriteBacks(conn)
+        self.webhooks = Webhooks(conn)
 
     @functools.cached_property
     def db(self) -> sqlite_utils.Database:

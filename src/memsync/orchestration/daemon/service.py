@@ -53,6 +53,7 @@ from memsync.orchestration.daemon.jobs import Jobs
 from memsync.orchestration.daemon.logging import Redactor, secrets_in
 from memsync.orchestration.daemon.notify import Notifier
 from memsync.orchestration.live.triggers import Live
+from memsync.orchestration.live.webhook_setup import read_secret
 from memsync.orchestration.serve.place import serves_any
 from memsync.orchestration.ui.metrics import Metrics
 from memsync.orchestration.ui.server import UiServer
@@ -129,7 +130,7 @@ class Daemon:
     def _start(self) -> None:
         config = self.config
         if self.redactor is not None:
-            self.redactor.update(secrets_in(config))
+            self.redactor.update(self._secrets(config))
         now = datetime.now(UTC)
         self.scheduler.add_job(
             self.jobs.guarded("sync", self.jobs.sync),
@@ -159,6 +160,11 @@ class Daemon:
             config.backup.keep,
         )
         self.notifier.ready("started; first sync running")
+
+    def _secrets(self, config: Config) -> list[str]:
+        """What the log never shows: the API keys, and the secrets of the webhook URLs."""
+        hooks = [read_secret(self.paths, name) for name in config.providers]
+        return secrets_in(config) + [secret for secret in hooks if secret]
 
     def _start_ui(self) -> None:
         """Serve the status page when [ui] listen is set; a page that cannot start is logged."""
@@ -326,7 +332,7 @@ class Daemon:
         self.notifier.reloading()
         self.config = new
         if self.redactor is not None:
-            self.redactor.update(secrets_in(new))
+            self.redactor.update(self._secrets(new))
         if new.sync.interval != old.sync.interval:
             self.scheduler.reschedule_job(
                 "sync", trigger=IntervalTrigger(seconds=new.sync.interval, timezone=UTC)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from memsync.base.errors import MemsyncError
@@ -53,6 +53,29 @@ def probes_for(config: Config, build: Callable[[str], Provider]) -> list[ChangeP
     return probes
 
 
+class StagedCounts:
+    """What staging holds of a probed provider, for a probe that compares counts (a fresh
+    connection each time: a probe's thread is not a cycle's)."""
+
+    def __init__(self, database: Path) -> None:
+        self.database = database
+
+    def labels(self, provider: str) -> list[str]:
+        with StagingStore.open(self.database) as store:
+            names = store.providers.scoped_names()
+        prefix = f"{provider}["
+        return [n[len(prefix) : -1] for n in names if n.startswith(prefix) and n.endswith("]")]
+
+    def count(self, provider: str, labels: Sequence[str] | None, created_by: str) -> int:
+        with StagingStore.open(self.database) as store:
+            if labels is None:
+                prefix = f"{provider}["
+                names = [n for n in store.providers.scoped_names() if n.startswith(prefix)]
+            else:
+                names = [f"{provider}[{label}]" for label in labels]
+            return store.records.count_created_by(names, created_by)
+
+
 class Probing:
     """The configured probes, asked one at a time, and what memsync keeps of their answers."""
 
@@ -62,7 +85,12 @@ class Probing:
         self.probes: list[ChangeProbe] = []
         self.period = 0.0  # seconds between probes
         self.interval = 0.0  # seconds between full passes, for the log lines
-        self._next = 0.0
+        self._next: dict[str, float] = {}  # when each probe is due (time.monotonic)
+        self.slower: dict[str, float] = {}  # probes asked less often (events arrive), period
+        self.asked_at: dict[str, float] = {}  # when each probe last asked (time.monotonic)
+        self.database: Path | None = None
+        # Which flagged scopes a store's pushed events already announced (live/pushes.py).
+        self.judge: Callable[[str, Mapping[str, set[str]]], set[str]] | None = None
         self._tokens: Tokens = {}  # what staging holds, mirrored here
         self._expected: Tokens = {}  # what memsync's own writes made of a probed scope
         self._trouble: dict[str, str] = {}  # probes that failed, and why (said once)
@@ -70,14 +98,37 @@ class Probing:
         self._contradicted: dict[str, int] = {}  # contradictions in a row, per probe
         self.own_answers = 0  # probed scopes whose change was memsync's own writes (no cycle)
 
-    def configure(self, probes: list[ChangeProbe], *, period: float, interval: float) -> None:
-        """Use these probes from now on, every PERIOD seconds, the first after one PERIOD."""
+    def configure(
+        self,
+        probes: list[ChangeProbe],
+        *,
+        period: float,
+        interval: float,
+        database: Path | None = None,
+    ) -> None:
+        """Use these probes from now on, every PERIOD seconds, the first after one PERIOD;
+        DATABASE: the staging store a probe that compares counts reads."""
         with self._lock:
             self.probes, self.period, self.interval = probes, period, interval
+            self.database = database
             self._trouble.clear()
             self._distrusted.clear()
             self._contradicted.clear()
-            self._next = time.monotonic() + period
+            first = time.monotonic() + period
+            self._next = {probe.name: first for probe in probes}
+        for probe in probes:
+            probe.staged = StagedCounts(database) if database is not None else None
+
+    def period_of(self, name: str) -> float:
+        """Seconds between two probes of NAME: ``period``, or longer while its store's events
+        arrive (``slower``)."""
+        return max(self.period, self.slower.get(name, 0.0))
+
+    def soon(self, name: str) -> None:
+        """Probe NAME at the loop's next turn (an event named a memory staging does not hold)."""
+        with self._lock:
+            if name in self._next:
+                self._next[name] = 0.0
 
     def close(self) -> None:
         """Stop probing: each probe's client is closed once a probe in flight has finished."""
@@ -106,17 +157,22 @@ class Probing:
     def next_moment(self) -> float | None:
         """When the next probe is due (``time.monotonic``); None when nothing is probed."""
         with self._lock:
-            return self._next if self.probes else None
+            return min(self._next.values()) if self.probes and self._next else None
 
     def due(self) -> bool:
-        with self._lock:
-            return bool(self.probes) and time.monotonic() >= self._next
+        moment = self.next_moment()
+        return moment is not None and time.monotonic() >= moment
 
     def ask_all(self) -> tuple[set[Hint], Tokens]:
-        """Ask every probe; the hints it gives, and the tokens to keep once listed."""
+        """Ask every probe that is due; the hints they give, and the tokens to keep once
+        listed. A scope a probe finds lost memories in is listed in full."""
+        now = time.monotonic()
         with self._lock:
-            probes = [p for p in self.probes if p.name not in self._distrusted]
-            self._next = time.monotonic() + self.period
+            due = [p for p in self.probes if self._next.get(p.name, 0.0) <= now]
+            for probe in due:
+                self._next[probe.name] = now + self.period_of(probe.name)
+                self.asked_at[probe.name] = now
+            probes = [p for p in due if p.name not in self._distrusted]
         hints: set[Hint] = set()
         tokens: Tokens = {}
         for probe in probes:
@@ -141,6 +197,8 @@ class Probing:
             if self._trouble.pop(probe.name, None) is not None:
                 log.info("probe of %s answers again", probe.name)
             self._drop_own_answers(probe.name, flags)
+            if self.judge is not None and flags.changed:
+                flags.scopes -= self.judge(probe.name, flags.changed)
             tokens[probe.name] = flags.tokens
             if flags.everything:
                 log.info("probe of %s: %s; listing every scope", probe.name, flags.everything)
@@ -148,7 +206,38 @@ class Probing:
                 continue
             for label in flags.scopes:
                 hints.add(Hint(probe.name, None if label == WHOLE else Scope.parse(label)))
+            hints |= self._deletions(probe)
         return hints, tokens
+
+    def _deletions(self, probe: ChangeProbe) -> set[Hint]:
+        """The scopes PROBE finds lost memories in, each to be listed in full next cycle."""
+        try:
+            with self._asking:
+                lost = probe.deletions() if probe in self.probes else set()
+        except Exception as exc:  # a hint: the full pass finds deletes anyway
+            log.debug("deletions of %s: %s", probe.name, exc)
+            return set()
+        if not lost:
+            return set()
+        scopes = [None if label == WHOLE else Scope.parse(label) for label in sorted(lost)]
+        self.list_in_full(probe.name, scopes)
+        log.info(
+            "probe of %s: %d scope(s) lost memories (%s); listing them in full",
+            probe.name,
+            len(scopes),
+            ", ".join(sorted(lost)[:3]) + (" ..." if len(lost) > 3 else ""),
+        )
+        return {Hint(probe.name, scope) for scope in scopes}
+
+    def list_in_full(self, provider: str, scopes: Iterable[Scope | None]) -> None:
+        """The next listing of each scope of PROVIDER is a full one (it sees deletes), however
+        recent its last full listing: kept in staging, so a restart keeps it too."""
+        if self.database is None or not self.database.exists():
+            return
+        with StagingStore.open(self.database) as store, store.transaction():
+            for scope in scopes:
+                name = provider if scope is None else scoped_name(provider, scope)
+                store.providers.forget_full_scan(name)
 
     def _drop_own_answers(self, provider: str, flags: Flags) -> None:
         """Scopes the probe flagged that answer what memsync's own writes made of them: kept as

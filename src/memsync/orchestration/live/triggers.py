@@ -8,6 +8,8 @@ Three ways a change is found, from cheapest to surest (docs/daemon.md):
   memsync's own writes never start a cycle;
 - **probe** (``probing.py``): every ``[sync] probe`` seconds one cheap request per remote store
   says which scopes moved since memsync last listed them;
+- **push** (``pushes.py``): a store that sends its changes (the Platform's webhooks) names each
+  memory changed; the probe of such a store slows down while its events arrive;
 - **full pass**: every ``[sync] interval`` the daemon lists everything, whatever the hints
   said, so nothing relies on a hint being right.
 
@@ -45,6 +47,7 @@ from memsync.orchestration.live.hints import HintQueue
 from memsync.orchestration.live.local_stores import Left, LocalStores
 from memsync.orchestration.live.observer import RunObserver
 from memsync.orchestration.live.probing import Probing, Tokens, probes_for
+from memsync.orchestration.live.pushes import Pushes
 from memsync.orchestration.live.watch import Watcher, watched_stores
 from memsync.orchestration.runner import run_sync
 from memsync.orchestration.scopes.report import incomplete_discoveries
@@ -93,6 +96,7 @@ class Live:
         self.queue = HintQueue()
         self.local = LocalStores()
         self.probing = Probing()
+        self.pushes = Pushes(paths, self._wake.set)  # webhooks: the changes stores push
         self._full: RunObserver | None = None
         self.watcher: Watcher | None = None
         self._thread: threading.Thread | None = None
@@ -143,6 +147,7 @@ class Live:
 
     def close(self) -> None:
         self._unconfigure()
+        self.pushes.close()
         self._wake.set()
 
     def join(self, timeout: float) -> None:
@@ -158,8 +163,11 @@ class Live:
         if sync.probe is not None:
             probes = probes_for(config, lambda name: self.build(name, config))
         self.local.watch(stores)
-        self.probing.configure(probes, period=sync.probe or 0.0, interval=sync.interval)
+        self.probing.configure(
+            probes, period=sync.probe or 0.0, interval=sync.interval, database=self.paths.database
+        )
         self.probing.load_tokens(self.paths.database)
+        self.pushes.configure(config, self.build, self.probing)
         if stores:
             self.watcher = Watcher(
                 stores,
@@ -223,11 +231,12 @@ class Live:
             self.stop.wait(0.2)  # a cycle is running: hints are checked once it is done
             self._wake.set()
             return
-        hints: set[Hint] = set()
+        hints = self.pushes.before_probes(self.probing)
         tokens: Tokens = {}
         if self.probing.due():
             found, tokens = self.probing.ask_all()
             hints |= found
+        hints |= self.pushes.after_probes(self.probing)
         hints |= self.queue.due()
         hints |= self.local.changed(self.queue.take_pending())
         written = self.queue.take_written()

@@ -23,6 +23,7 @@ from memsync.orchestration.scopes.views import fold_scopes, only_scope
 from memsync.orchestration.status.cutover import NO_OUTBOX, cutover_readiness, verify_summary
 from memsync.orchestration.status.cycle_state import cycle_state
 from memsync.orchestration.status.times import seconds_between
+from memsync.orchestration.status.webhooks import webhook_entry
 from memsync.providers import not_served
 from memsync.staging import StagingStore
 
@@ -150,6 +151,11 @@ def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
     for name, count in report["rollbacks"].items():
         _provider_entry(report, name)["rolled_back"] = count
     report["discovery"] = last_discovery(store, report["providers"])
+    running = bool(report["daemon"].get("running"))
+    for registration in store.webhooks.all():
+        if registration.provider in report["providers"]:
+            entry = _provider_entry(report, registration.provider)
+            entry["webhooks"] = webhook_entry(registration, daemon_running=running)
     run = store.runs.latest()
     if run:
         report["last_run"] = {

@@ -62,6 +62,12 @@ def render_status(report: dict[str, Any]) -> None:
             stdout.print(line, markup=False)
         if line := _outside_line(name, info):
             stdout.print(line, markup=False)
+    for _name, info in sorted(report["providers"].items()):
+        hooks = info.get("webhooks")
+        if hooks and hooks["state"] == "silent":
+            stdout.print(f"[yellow]WARNING {escape(hooks['line'])}[/yellow]")
+        elif hooks:
+            stdout.print(hooks["line"], markup=False)
     for _name, found in sorted(report.get("discovery", {}).items()):
         if found.get("warning"):
             stdout.print(f"[yellow]WARNING {escape(found['warning'])}[/yellow]")

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, Info, disable_created_metrics
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
@@ -40,6 +40,7 @@ from memsync.base.records import parse_instant
 from memsync.base.scopes import split_scoped_name
 from memsync.config import load_config
 from memsync.staging import StagingStore
+from memsync.staging.webhooks import Registration
 
 log = logging.getLogger("memsync.ui")
 disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series
@@ -179,6 +180,7 @@ class StagingGauges(Collector):
             open_conflicts = store.conflicts.count_open()
             last_cycles = store.providers.last_cycles()
             discovered = store.runs.latest_discovery()
+            webhooks = store.webhooks.all()
         outbox: dict[tuple[str, str, str], int] = {
             (name, state, ""): 0 for name in configured for state in OUTBOX_STATES
         }
@@ -217,6 +219,7 @@ class StagingGauges(Collector):
             success.add_metric([provider, scope], timestamp)
         yield success
         yield from _discovery(discovered, set(configured))
+        yield from _webhooks([w for w in webhooks if w.provider in set(configured)])
 
 
 def _discovery(found: tuple[int, str | None, str] | None, configured: set[str]) -> Iterator[Metric]:
@@ -241,6 +244,46 @@ def _discovery(found: tuple[int, str | None, str] | None, configured: set[str]) 
         scopes.add_metric([name], int(entry.get("scopes") or 0))
     yield complete
     yield scopes
+
+
+def _webhooks(registrations: list[Registration]) -> Iterator[Metric]:
+    """Per provider registered for webhooks, what the daemon noted of its events."""
+    events = CounterMetricFamily(
+        "memsync_webhook_events",
+        "Webhook events received since the webhook was registered, by kind (add, update, delete).",
+        labels=["provider", "event"],
+    )
+    missed = CounterMetricFamily(
+        "memsync_webhook_missed",
+        "Changes the store's probe found that no webhook event announced within 30 s.",
+        labels=["provider"],
+    )
+    rejected = CounterMetricFamily(
+        "memsync_webhook_rejected",
+        "Requests to the webhook listener refused (a wrong secret, a body not an event).",
+        labels=["provider"],
+    )
+    last = GaugeMetricFamily(
+        "memsync_webhook_last_event_timestamp_seconds",
+        "When the last webhook event arrived, as Unix time.",
+        labels=["provider"],
+    )
+    up = GaugeMetricFamily(
+        "memsync_webhook_up",
+        "1 while a store's webhook events arrive (its probe then slows down); 0 while none "
+        "has arrived yet, or changes arrive without them.",
+        labels=["provider"],
+    )
+    for hooks in registrations:
+        for kind in ("add", "update", "delete"):
+            events.add_metric([hooks.provider, kind], hooks.events.get(kind, 0))
+        missed.add_metric([hooks.provider], hooks.missed)
+        rejected.add_metric([hooks.provider], hooks.rejected)
+        at = parse_instant(hooks.last_event_at)
+        if at is not None:
+            last.add_metric([hooks.provider], at.timestamp())
+        up.add_metric([hooks.provider], 1 if hooks.state == "arriving" else 0)
+    yield from (events, missed, rejected, last, up)
 
 
 def _last_ok_at(summary: str | None) -> str | None:

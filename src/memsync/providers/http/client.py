@@ -35,7 +35,7 @@ from memsync.providers.http.auth import (
     check_base_url,
 )
 from memsync.providers.http.breaker import Breaker
-from memsync.providers.http.pacing import RateLimitPacer, Ticket
+from memsync.providers.http.pacing import RateLimiter, Ticket
 from memsync.providers.http.retry import (
     NotSent,
     RateLimited,
@@ -64,8 +64,8 @@ class HttpClient(AnswerChecks):
     ``transport`` lets tests serve the real request/response cycle from an in-process app;
     ``sleep`` lets them see the waits asked for without waiting. It is safe to call from
     ``concurrency`` threads at once: they share one connection pool of that size, one
-    ``SharedBackoff`` and one ``RateLimitPacer`` (pass the provider's, so that every client it
-    makes, one per scope, paces on the same window).
+    ``SharedBackoff`` and one ``RateLimiter`` (pass the key's, ``pacing.limiter_for``, so that
+    every client of the key in the process paces on the same window).
     """
 
     def __init__(
@@ -82,7 +82,7 @@ class HttpClient(AnswerChecks):
         sleep: Callable[[float], None] = time.sleep,
         headers: Mapping[str, str] | None = None,
         concurrency: int = 1,
-        pacer: RateLimitPacer | None = None,
+        pacer: RateLimiter | None = None,
         tokens: TokenSource | None = None,
         breaker: Breaker | None = None,
         auth_advice: str | None = None,
@@ -95,7 +95,7 @@ class HttpClient(AnswerChecks):
         self._sleep = sleep
         self.backoff = SharedBackoff()
         self.breaker = breaker if breaker is not None else Breaker(provider)
-        self.pacer = pacer if pacer is not None else RateLimitPacer()
+        self.pacer = pacer if pacer is not None else RateLimiter()
         pool = max(1, concurrency)
         self.auth = "bearer" if tokens is not None else auth
         self.auth_advice = auth_advice  # what to do about a refused credential, when known

@@ -15,7 +15,7 @@ from memsync.providers.concurrent import write_concurrently
 from memsync.providers.http.auth import AuthScheme, check_base_url
 from memsync.providers.http.breaker import Breaker
 from memsync.providers.http.client import HttpClient
-from memsync.providers.http.pacing import RateLimitPacer
+from memsync.providers.http.pacing import limiter_for
 from memsync.providers.http.retry import RetryPolicy
 
 DEFAULT_CONCURRENCY = 8
@@ -31,8 +31,11 @@ class HttpProvider(Provider):
     the system's certificates: 60 ms a scope).
     Writes run ``concurrency`` at a time (each a round trip spent waiting on the network),
     one logical memory's writes in order; ``prepare_writes`` settles shared state first.
-    One ``RateLimitPacer`` serves every client the provider makes (and its per-scope copies'):
-    the server's rate limit answers for the key, whichever scope or worker asks.
+    One ``RateLimiter`` serves every client of the server and key in the process (this
+    provider's, its per-scope copies', the next cycle's, a probe's): the server's rate limit
+    answers for the key, whichever scope, worker or cycle asks. ``rate_limit`` is the documented
+    (requests, seconds) until answers name a limit; ``rate_headroom`` the share of it left to
+    the key's other clients.
     """
 
     def __init__(
@@ -48,6 +51,8 @@ class HttpProvider(Provider):
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
+        rate_limit: tuple[int, float] | None = None,
+        rate_headroom: float = 0.0,
     ) -> None:
         super().__init__(name)
         check_base_url(name, base_url, allow_insecure_http=allow_insecure_http)
@@ -64,7 +69,14 @@ class HttpProvider(Provider):
             transport=transport,
             retry=retry,
             concurrency=self.concurrency,
-            pacer=RateLimitPacer(),
+            pacer=limiter_for(
+                self.base_url,
+                secret.reveal() if secret is not None else None,
+                transport=transport,
+                limit=rate_limit[0] if rate_limit else None,
+                window=rate_limit[1] if rate_limit else None,
+                headroom=rate_headroom,
+            ),
             **({"sleep": sleep} if sleep is not None else {}),
         )
         self._http: HttpClient | None = None

@@ -39,17 +39,19 @@ from memsync.base.errors import (
     TransientProviderError,
 )
 from memsync.base.records import Outgoing, Record, parse_instant
+from memsync.base.scopes import WILDCARD, Scope
 from memsync.base.secrets import Secret, resolve_secret
 from memsync.config import Config, Mem0PlatformConfig
 from memsync.config.scoping import wildcard_keys
 from memsync.providers.base import (
     Capabilities,
     Listing,
+    Provider,
     WriteOp,
     WriteResult,
     require_content,
 )
-from memsync.providers.change_probe import ProbeMaker
+from memsync.providers.change_probe import ChangeProbe, ProbeMaker
 from memsync.providers.concurrent import lanes
 from memsync.providers.discovery import Discovery
 from memsync.providers.http.provider import DEFAULT_CONCURRENCY
@@ -62,12 +64,17 @@ from memsync.providers.mem0.convert import (
 )
 from memsync.providers.mem0.http import Mem0HttpProvider, path_segment
 from memsync.providers.mem0.platform_listing import PlatformListing, utc_iso
-from memsync.providers.mem0.platform_scopes import PlatformChangesProbe, discover_platform_scopes
+from memsync.providers.mem0.platform_probe import PlatformChangesProbe
+from memsync.providers.mem0.platform_scopes import discover_platform_scopes
+from memsync.providers.mem0.platform_webhooks import PlatformWebhooks
+from memsync.providers.mem0.server_session import ReadAhead
+from memsync.providers.pushed import PushedChanges, PushMaker
 
 DEFAULT_BASE_URL = "https://api.mem0.ai"
 _KIND_ORDER = {"create": 0, "update": 1, "delete": 2}
 MAX_PAGE_SIZE = 200
 MAX_BATCH = 1000
+DOCUMENTED_LIMIT = (1000, 60.0)  # requests a minute (docs/changelog/platform.mdx, "ADD API")
 
 
 class Mem0PlatformProvider(Mem0HttpProvider):
@@ -96,6 +103,8 @@ class Mem0PlatformProvider(Mem0HttpProvider):
         batch_size: int = MAX_BATCH,
         concurrency: int = DEFAULT_CONCURRENCY,
         latest_only: bool = False,
+        rate_limit: tuple[int, float] | None = DOCUMENTED_LIMIT,
+        rate_headroom: float = 0.0,
     ) -> None:
         if secret is None:
             raise ConfigError(
@@ -113,6 +122,8 @@ class Mem0PlatformProvider(Mem0HttpProvider):
             retry=retry,
             sleep=sleep,
             concurrency=concurrency,
+            rate_limit=rate_limit,
+            rate_headroom=rate_headroom,
         )
         self.scope = self.scope_ids(scope)
         self.lookback = timedelta(seconds=lookback)
@@ -123,8 +134,40 @@ class Mem0PlatformProvider(Mem0HttpProvider):
         # Whether each listed memory carries an expiration date: /v1/batch/ cannot set or
         # clear one, so only updates known to need neither go in a batch.
         self._dated: dict[str, bool] = {}
+        # The scopes' first pages read ahead of their cycles (``read_ahead``): made by the
+        # configured provider, shared by the scopes bound from it, cleared when it closes.
+        self._ahead: list[ReadAhead | None] = [None]
 
     # lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        super().close()
+        if self._client_owner is self:  # the configured provider: its scopes' reads go
+            ahead, self._ahead[0] = self._ahead[0], None
+            if ahead is not None:
+                ahead.close()
+
+    def read_ahead(self, scopes: list[Scope]) -> None:
+        """Read each scope's first page (its whole listing, for a scope of up to 200
+        memories) a few scopes ahead of the cycle that takes them in this order, 4 at a time,
+        paced by the key's limiter: the round trips overlap the cycle's local work
+        (``PlatformListing`` takes its scope's read, or reads itself)."""
+        bound = {b.name: b for b in (self.bind(scope) for scope in scopes)}
+        ahead = ReadAhead(
+            list(bound), lambda name: bound[name]._page(1, bound[name]._filters(None))
+        )
+        previous, self._ahead[0] = self._ahead[0], ahead
+        if previous is not None:
+            previous.close()
+
+    def read_taken(self) -> dict[str, Any] | None:
+        """This scope's first page of a full listing, when it was read ahead (its error raised
+        here); None when it was not."""
+        ahead = self._ahead[0]
+        if ahead is None:
+            return None
+        taken, page = ahead.take(self.name)
+        return page if taken else None
 
     # identity -------------------------------------------------------------------------
 
@@ -162,6 +205,30 @@ class Mem0PlatformProvider(Mem0HttpProvider):
             conditions.append({"updated_at": {"gte": utc_iso(since)}})
         return conditions[0] if len(conditions) == 1 else {"AND": conditions}
 
+    def across_scopes(
+        self, condition: dict[str, Any], *, among: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Filters over every scope of the configured one (wildcards as "*", fixed keys as
+        set), or only those AMONG names in place of the wildcards, and CONDITION."""
+        kept = {k: v for k, v in self.scope.items() if among is None or v != WILDCARD}
+        conditions: list[dict[str, Any]] = [{k: v} for k, v in kept.items()]
+        if among is not None:
+            conditions.append(among)
+        conditions.append(condition)
+        return {"AND": conditions}
+
+    def count(self, filters: dict[str, Any]) -> int | None:
+        """How many memories FILTERS select, as the listing sees them (one request)."""
+        body = self.http.json(
+            "POST",
+            "/v3/memories/",
+            params={"page": 1, "page_size": 1, **self.params},
+            json={"filters": filters, **self._reads()},
+            idempotent=True,
+        )
+        count = expect_object(self.name, body, "POST /v3/memories/").get("count")
+        return count if isinstance(count, int) and not isinstance(count, bool) else None
+
     def _page(self, number: int, filters: dict[str, Any]) -> dict[str, Any]:
         body = self.http.json(
             "POST",
@@ -177,17 +244,23 @@ class Mem0PlatformProvider(Mem0HttpProvider):
         return page
 
     def _raw(self, provider_id: str) -> dict[str, Any] | None:
+        raw = self.raw_any_scope(provider_id)
+        if raw is None:
+            return None
+        held = {**raw, "run_id": raw.get("run_id") or raw.get("session_id")}
+        if any(held.get(k) != v for k, v in self.scope.items()):
+            return None
+        return raw
+
+    def raw_any_scope(self, provider_id: str) -> dict[str, Any] | None:
+        """``GET /v1/memories/{id}/`` whatever its scope (None: no such memory)."""
         try:
             body = self.http.get(f"/v1/memories/{path_segment(provider_id)}/", params=self.params)
         except NotFound:
             return None
         if body is None:
             return None
-        raw = expect_object(self.name, body, "GET /v1/memories/{id}/")
-        held = {**raw, "run_id": raw.get("run_id") or raw.get("session_id")}
-        if any(held.get(k) != v for k, v in self.scope.items()):
-            return None
-        return raw
+        return expect_object(self.name, body, "GET /v1/memories/{id}/")
 
     def versions_changed_since(self, since: datetime) -> dict[str, str | None]:
         """One filtered v3 list (``updated_at >= since - lookback``, the look-back absorbing
@@ -366,9 +439,25 @@ class Mem0PlatformProvider(Mem0HttpProvider):
 
 
 def change_probe(name: str, entry: Mem0PlatformConfig) -> ProbeMaker:
-    """The memories changed since the last probe, across every scope (``platform_scopes``)."""
+    """The memories changed since the last probe, across every scope, and a count for deletes
+    once a ``delete_check`` period (``platform_probe``, ``platform_deletes``)."""
     keys = wildcard_keys(entry)
-    return lambda provider: PlatformChangesProbe(name, provider, keys)
+
+    def make(provider: Provider) -> ChangeProbe:
+        assert isinstance(provider, Mem0PlatformProvider)
+        return PlatformChangesProbe(name, provider, keys, delete_check=entry.delete_check)
+
+    return make
+
+
+def pushed_changes(name: str, entry: Mem0PlatformConfig) -> PushMaker:
+    """The Platform's webhook events and their registration (``platform_webhooks``)."""
+
+    def make(provider: Provider) -> PushedChanges:
+        assert isinstance(provider, Mem0PlatformProvider)
+        return PlatformWebhooks(provider)
+
+    return make
 
 
 def build(name: str, entry: Mem0PlatformConfig, config: Config) -> Mem0PlatformProvider:
@@ -384,4 +473,6 @@ def build(name: str, entry: Mem0PlatformConfig, config: Config) -> Mem0PlatformP
         allow_insecure_http=entry.allow_insecure_http,
         concurrency=entry.concurrency,
         latest_only=entry.latest_only,
+        rate_limit=entry.rate_limit,
+        rate_headroom=entry.rate_headroom,
     )

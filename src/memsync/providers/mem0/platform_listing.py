@@ -6,13 +6,17 @@ only when every page reports the same ``count``, no memory repeats and the pages
 look-back absorbs late-visible writes). They never reveal deletes (``removed`` stays empty;
 the engine infers deletes only from a full pass), and like full ones they are ``complete`` and
 carry a cursor only when the same count checks prove the pass whole.
+
+A scope's first full page may have been read ahead (``Mem0PlatformProvider.read_ahead``):
+when it holds the whole scope (the count fits a page), the listing is that page, a full one
+whatever the cursor, for the cost of an incremental one; a full listing starts from it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memsync.base.records import Skipped, parse_instant
 from memsync.providers.base import Listing, Page
@@ -38,6 +42,13 @@ class PlatformListing(Listing):
 
     def pages(self) -> Iterator[Page]:
         provider = self.provider
+        first = provider.read_taken()  # the scope's first full page, read ahead
+        if first is not None and _whole(first, provider.page_size):
+            # The scope's every memory in one page, as a full listing sees it: listed in full
+            # for what an incremental one costs, deletes included.
+            self.mode, self.since = "full", None
+        elif first is not None and self.mode == "incremental":
+            first = None  # more than a page: its changes since the cursor are read instead
         filters = provider._filters(self.since)
         seen: set[str] = set()
         repeated = 0
@@ -45,7 +56,10 @@ class PlatformListing(Listing):
         newest = self.last
         number = 1
         # Once the first page has told the count, the pages it implies are fetched ahead.
-        ahead = PagesAhead(lambda n: provider._page(n, filters), provider.concurrency)
+        ahead = PagesAhead(
+            lambda n: first if n == 1 and first is not None else provider._page(n, filters),
+            provider.concurrency,
+        )
         try:
             while True:
                 body = ahead.get(number)
@@ -102,6 +116,12 @@ class PlatformListing(Listing):
             return
         self.cursor = utc_iso(newest) if newest is not None else None
         self.complete = True
+
+
+def _whole(page: dict[str, Any], page_size: int) -> bool:
+    """Whether a first page holds its listing's every memory (by its own count)."""
+    count = page.get("count")
+    return isinstance(count, int) and count <= page_size and not page.get("next")
 
 
 def utc_iso(instant: datetime) -> str:

@@ -1,33 +1,22 @@
-"""The Mem0 Platform across scopes: which scopes it holds, and which of them changed.
+"""The Mem0 Platform's scopes: which ones it holds (the probe of which changed is
+``platform_probe``).
 
-- Discovery (``Mem0PlatformProvider.discover``): ``GET /v1/entities/``, whose four types (user,
-  agent, app, run) fill the four scope keys; with fixed keys beside the wildcard, the memories
-  those keys select (merged and expired ones included), so that only pairs that hold memories
-  are found.
-- The probe (``PlatformChangesProbe``): the v3 list filtered on ``updated_at`` since the last
-  probe (less the look-back) across every scope: one short page naming the scope of every
-  memory added or edited. Deletes do not show (nor an add backdated out of the window): the
-  full pass finds them. Not the entity listing (its ``updated_at`` is the entity's own, not its
-  memories'), nor ``/v1/memories/events/`` (its order and which writes it logs are not
-  documented), nor the total count (memsync's own backdated adds would make every one of its
-  writes look like a delete): none is sure enough to stand on.
+Discovery (``Mem0PlatformProvider.discover``): ``GET /v1/entities/``, whose four types (user,
+agent, app, run) fill the four scope keys; with fixed keys beside the wildcard, the memories
+those keys select (merged and expired ones included), so that only pairs that hold memories
+are found.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from memsync.base.errors import ProviderError
-from memsync.base.records import parse_instant
 from memsync.base.scopes import Scope
-from memsync.providers.base import Provider
-from memsync.providers.change_probe import WHOLE, ChangeProbe, Flags
 from memsync.providers.discovery import Discovery, scopes_of
-from memsync.providers.mem0.platform_listing import utc_iso
 
 if TYPE_CHECKING:
     from memsync.providers.mem0.platform import Mem0PlatformProvider
@@ -35,7 +24,6 @@ if TYPE_CHECKING:
 # The Platform's entity types, as the scope key each one fills.
 ENTITY_KEYS = {"user": "user_id", "agent": "agent_id", "app": "app_id", "run": "run_id"}
 MAX_ENTITY_PAGES = 10_000
-PLATFORM_PAGES = 5  # pages of changed memories one probe reads before it lists every scope
 
 
 def discover_platform_scopes(
@@ -106,73 +94,4 @@ def _with_run_id(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     return raw
 
 
-class PlatformChangesProbe(ChangeProbe):
-    """The v3 list filtered on ``updated_at`` since the last probe, less the look-back.
-
-    Its state is the window it last asked about, kept in memory (after a restart the start's
-    full pass covers the gap): the changes it has flagged already are not flagged again.
-    Deletes do not show in it: they are found by the full pass.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        provider: Provider,
-        keys: tuple[str, ...],
-        now: Callable[[], datetime] = lambda: datetime.now(UTC),
-    ) -> None:
-        super().__init__(name, provider)
-        self.keys = keys
-        self.now = now
-        self._asked: datetime | None = None  # when the last probe asked (local clock)
-        self._seen: dict[str, str] = {}  # memory id -> the updated_at already flagged
-
-    def ask(self, known: Mapping[str, str]) -> Flags:
-        provider: Any = self.provider
-        lookback: timedelta = provider.lookback
-        asked = self.now()
-        since = (self._asked or asked) - lookback
-        changed, whole = self._changed(provider, since)
-        flags = Flags()
-        for raw in changed:
-            memory_id, stamp = str(raw["id"]), str(raw.get("updated_at") or "")
-            if self._seen.get(memory_id) == stamp:
-                continue
-            self._seen[memory_id] = stamp
-            values = {**raw, "run_id": raw.get("run_id") or raw.get("session_id")}
-            scope = {k: str(values[k]) for k in self.keys if values.get(k)}
-            if not self.keys:
-                flags.scopes.add(WHOLE)
-            elif len(scope) == len(self.keys):
-                flags.scopes.add(Scope.of(scope).label)
-        if self._asked is None:
-            flags.scopes.clear()  # the first probe sets the window; the start's full pass lists
-        elif not whole:
-            flags.everything = f"more than {PLATFORM_PAGES} pages of memories changed"
-        self._seen = {
-            i: s for i, s in self._seen.items() if (parse_instant(s) or asked) >= since - lookback
-        }
-        self._asked = asked
-        return flags
-
-    def _changed(self, provider: Any, since: datetime) -> tuple[list[dict[str, Any]], bool]:
-        """The memories changed since SINCE, across every scope; False when pages remain."""
-        filters = _all_scopes_filter(provider, {"updated_at": {"gte": utc_iso(since)}})
-        changed: list[dict[str, Any]] = []
-        for number in range(1, PLATFORM_PAGES + 1):
-            page = provider._page(number, filters)
-            changed += [r for r in page["results"] if isinstance(r, dict) and r.get("id")]
-            if not page.get("next") or not page["results"]:
-                return changed, True
-        return changed, False
-
-
-def _all_scopes_filter(provider: Any, condition: dict[str, Any] | None) -> dict[str, Any]:
-    """The configured scope (wildcards as "*", fixed keys as set), and CONDITION."""
-    conditions: list[dict[str, Any]] = [{k: v} for k, v in provider.scope.items()]
-    if condition is not None:
-        conditions.append(condition)
-    return conditions[0] if len(conditions) == 1 else {"AND": conditions}
-
-
-__all__ = ["PlatformChangesProbe", "discover_platform_scopes"]
+__all__ = ["discover_platform_scopes"]

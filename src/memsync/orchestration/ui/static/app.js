@@ -131,6 +131,9 @@ function statusBanners(report) {
         "backed up or verified: see docs/mem0-server.md (a team past 10,000 memories) for what to set up."));
     }
   }
+  for (const [, p] of Object.entries(report.providers)) {  // a store's events stopped arriving
+    if (p.webhooks && p.webhooks.state === "silent") list.push(banner("warn", p.webhooks.line));
+  }
   for (const [name, count] of Object.entries(report.rollbacks || {})) {
     list.push(banner("warn", `Rolled back in ${name}: ${count} ${count === 1 ? "memory is an older version" : "memories are older versions"} ` +
       `than memsync saw there (restored from a backup? writes lost?). Nothing was copied; settle ${count === 1 ? "it" : "them"} on the Conflicts page ` +
@@ -210,7 +213,8 @@ async function overview() {
         h("td", {}, first ? [h("strong", {}, name),
           name === report.config.active ? h("span", { class: "tag" }, "active") : null,
           report.config.ok && p.configured === false ? h("span", { class: "tag" }, "not in config") : null,
-          h("div", { class: "muted small" }, [p.type, p.direction].filter(Boolean).join(" · "))] : ""),
+          h("div", { class: "muted small" }, [p.type, p.direction].filter(Boolean).join(" · ")),
+          p.webhooks ? h("div", { class: "muted small", "data-testid": "webhooks" }, p.webhooks.line) : null] : ""),
         h("td", { class: "mono" }, scope === null ? h("span", { class: "muted" }, "none needs attention")
           : scope || h("span", { class: "muted" }, "(default)")),
         h("td", { class: "num", "data-testid": "mirrored" }, scope === null ? "" : count,
