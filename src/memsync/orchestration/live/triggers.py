@@ -97,6 +97,7 @@ class Live:
         self.watcher: Watcher | None = None
         self._thread: threading.Thread | None = None
         self.cycles = 0  # hinted cycles run
+        self._failing: tuple[str, int] | None = None  # an unexpected failure said, and times
 
     # what the daemon's status and the tests read ----------------------------------------------
 
@@ -278,8 +279,31 @@ class Live:
             log.warning("sync for %s failed: %s", why, exc)
             self.queue.back_off(hints, self.config.sync.interval)
             return
+        except Exception as exc:  # a bug, not a provider's answer: the hints are kept
+            self.queue.back_off(hints, self.config.sync.interval)
+            self._failed(why, exc)
+            return
+        if self._failing is not None:
+            log.info("live sync works again (it had failed %d times)", self._failing[1])
+            self._failing = None
         self.cycles += 1
         self._after(hints, report, time.monotonic() - started, why)
+
+    def _failed(self, why: str, exc: Exception) -> None:
+        """Say an unexpected failure once (with its traceback), not at every retry."""
+        said = f"{type(exc).__name__}: {exc}"
+        if self._failing is not None and self._failing[0] == said:
+            self._failing = (said, self._failing[1] + 1)
+            log.debug("live sync for %s failed again: %s", why, said)
+            return
+        self._failing = (said, 1)
+        log.error(
+            "live sync for %s failed unexpectedly (%s); its changes are kept and tried again, "
+            "backing off (said once)",
+            why,
+            said,
+            exc_info=exc,
+        )
 
     def _after(self, hints: set[Hint], report: CycleReport, seconds: float, why: str) -> None:
         scoped = bool(scoped_config_keys(self.config.providers))
