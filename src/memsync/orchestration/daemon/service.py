@@ -144,7 +144,14 @@ class Daemon:
             next_run_time=self._first_backup_time(now),
         )
         scheduled_verify.install(self.scheduler, self._verify_job, self.paths, config, now)
-        self.live = Live(self.paths, config, self.stop, guard=self.jobs.guarded, held=self.held)
+        self.live = Live(
+            self.paths,
+            config,
+            self.stop,
+            guard=self.jobs.guarded,
+            held=self.held,
+            counter=self.metrics,  # hinted cycles are counted as the full pass is
+        )
         self.jobs.live = self.live  # every cycle's observer
         self.live.start()  # before the first sync, which keeps what the probes answer
         self._start_serving()
