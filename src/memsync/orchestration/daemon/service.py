@@ -42,6 +42,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from memsync.base.errors import ConfigError, MemsyncError
 from memsync.base.lock import daemon_lock
+from memsync.base.memory import limit_arenas
 from memsync.base.paths import Paths
 from memsync.base.signal_inbox import SignalInbox, blocked_in_new_threads
 from memsync.config import Config, load_config
@@ -120,6 +121,7 @@ class Daemon:
     # lifecycle -----------------------------------------------------------------------------
 
     def run(self) -> StopResult:
+        limit_arenas()  # before any thread: they share a few malloc arenas (base/memory)
         with SignalInbox(HANDLED) as inbox:
             with blocked_in_new_threads(HANDLED):
                 self._start()

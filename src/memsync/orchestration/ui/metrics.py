@@ -122,7 +122,7 @@ class Metrics:
         run's, or a database gone) counts as nothing.
         """
         try:
-            with StagingStore.open(self.paths.database, create=False) as store:
+            with StagingStore.open(self.paths.database, create=False, reading=True) as store:
                 outcomes = store.cycle_outcomes
                 run = outcomes.run(run_id)
                 if run is None or run.finished_at is None:
@@ -184,7 +184,7 @@ class StagingGauges(Collector):
         return config.metrics.per_scope, list(config.providers)
 
     def _read(self, per_scope: bool, configured: Iterable[str]) -> Iterator[Metric]:
-        with StagingStore.open(self.paths.database, create=False) as store:
+        with StagingStore.open(self.paths.database, create=False, reading=True) as store:
             outbox_rows = store.status_counts.outbox_needing_work()
             open_conflicts = store.conflicts.count_open()
             last_cycles = store.providers.last_cycles()
