@@ -86,6 +86,13 @@ class Daemon:
                 return int(line.split()[1]) / 1024
         raise RuntimeError("no VmRSS")
 
+    def peak_rss_mb(self) -> float:
+        """The most resident memory the daemon has had so far (VmHWM, the kernel's own)."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        raise RuntimeError("no VmHWM")
+
     def memsync(self, *args: str) -> subprocess.CompletedProcess[str]:
         """A `memsync` command against this daemon's home."""
         return subprocess.run(

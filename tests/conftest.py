@@ -21,6 +21,7 @@ from hypothesis import configuration as hypothesis_configuration
 from hypothesis import settings
 
 from memsync.cli import main
+from memsync.providers.mem0.server_features import KNOWN
 
 SCRUBBED = ("MEMSYNC_", "MEM0_")
 # Variables that configure the tests themselves (live servers, example counts), not memsync.
@@ -42,6 +43,15 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     """This process's environment for a child, with no MEMSYNC_*/MEM0_* but what is passed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED)}
     return {**env, "MEM0_TELEMETRY": "False", **extra}
+
+
+@pytest.fixture(autouse=True)
+def _servers_met_afresh() -> Iterator[None]:
+    """Each test meets its own Mem0 servers: what one proved is kept for the process
+    (``server_features.KNOWN``), and a double another test served at the same URL (or a
+    reused port) may prove otherwise."""
+    yield
+    KNOWN.clear()
 
 
 @pytest.fixture

@@ -24,7 +24,9 @@ from memsync.orchestration.ui.metrics import Metrics
 from memsync.staging import StagingStore
 from tests.conftest import run_memsync, write_config
 from tests.engine_helpers import World
+from tests.live_world import served_mem0_server
 from tests.test_daemon import CONFIG, DaemonProcess, add_memories, contents, edit_config, wait_until
+from tests.test_live_watch import DEADLINE, agent_writes, nodes_of
 from tests.test_stopping import free_port
 
 
@@ -88,9 +90,10 @@ def test_the_daemons_metrics_parse_and_agree_with_status_and_the_runs(home: Path
         assert seen == pytest.approx(last_ok.timestamp())
     with StagingStore.open(home / "state" / "staging.db", create=False) as store:
         runs = cycle_history(store)
-    assert value(found, "memsync_cycle_duration_seconds_count") == len(runs) == 2
+    assert value(found, "memsync_cycle_duration_seconds_count", trigger="full") == len(runs) == 2
     durations = sum(run["duration_s"] for run in runs)
-    assert value(found, "memsync_cycle_duration_seconds_sum") == pytest.approx(durations)
+    took = value(found, "memsync_cycle_duration_seconds_sum", trigger="full")
+    assert took == pytest.approx(durations)
     # Each memory was seen and written within one cycle: its lag is inside that cycle.
     assert value(found, "memsync_propagation_lag_seconds_count") == 2
     assert 0 <= value(found, "memsync_propagation_lag_seconds_sum") <= durations
@@ -186,3 +189,82 @@ def test_scopes_fold_into_their_provider_unless_per_scope_is_asked(home: Path) -
     assert value(split, pending, provider="copy", state="pending", scope="user_id=alice") == 2
     assert value(split, pending, provider="copy", state="pending", scope="user_id=bob") == 1
     assert value(split, last, provider="notes", scope="user_id=bob") == newest.timestamp()
+
+
+LIVE_ONLY = """
+[sync]
+active = "server"
+interval = "1h"
+probe = "1s"
+
+[backup]
+interval = "1h"
+
+[ui]
+listen = "127.0.0.1:{port}"
+
+[providers.server]
+type = "mem0-server"
+base_url = "{url}"
+auth = "none"
+scope = {{ user_id = "*" }}
+
+[providers.agents]
+type = "mnem"
+path = "{home}/agents/{{user_id}}/memory"
+create = true
+"""
+
+
+def test_every_cycle_is_counted_when_changes_arrive_only_through_the_watcher_and_the_probe(
+    home: Path,
+) -> None:
+    """Issue 40 saw 15 runs in a live daemon and memsync_cycles_total at 1: only the full pass
+    was counted. Here the interval is an hour, so after the first sync every cycle is a live
+    one: a server add the probe finds, an agent's write the watcher sees."""
+    port = free_port()
+    with served_mem0_server() as server:
+        server.add("alice likes tea", user_id="alice")
+        write_config(home, LIVE_ONLY.format(port=port, url=server.url, home=home))
+        daemon = DaemonProcess(home)
+        try:
+            daemon.wait_for_line("sync #1 ok", timeout=DEADLINE)
+            store = home / "agents" / "alice" / "memory"
+            server.add("alice walks to work", user_id="alice")  # found by the probe
+            wait_until(lambda: "alice walks to work" in nodes_of(store).values(), 60, "probe")
+            agent_writes(store, "reads", "alice reads at night")  # seen by the watcher
+            wait_until(lambda: "alice reads at night" in server.texts("alice"), 60, "watch")
+            paths = resolve_paths()
+            page = {"Authorization": f"token {load_or_create_token(paths)}"}
+            url = f"http://127.0.0.1:{port}/metrics"
+            scraped: list[list[Sample]] = []
+
+            def counted_every_run() -> bool:
+                with StagingStore.open(paths.database, create=False) as store_db:
+                    ran = len(cycle_history(store_db))
+                found = samples(httpx.get(url, headers=page, timeout=60).text)
+                scraped[:] = [found]
+                cycles = [s for s in found if s.name == "memsync_cycles_total"]
+                return ran >= 3 and sum(s.value for s in cycles) == ran
+
+            wait_until(counted_every_run, 60, "every run in the runs table counted")
+        finally:
+            daemon.stop()
+            daemon.kill()
+    found = scraped[0]
+    with StagingStore.open(resolve_paths().database, create=False) as store_db:
+        runs = cycle_history(store_db)
+    live = len(runs) - 1  # the first sync is the one full pass
+    assert value(found, "memsync_cycles_total", outcome="ok", trigger="full") == 1
+    assert value(found, "memsync_cycles_total", outcome="ok", trigger="live") == live >= 2
+    assert value(found, "memsync_cycle_duration_seconds_count", trigger="live") == live
+    durations = sum(run["duration_s"] for run in runs)
+    assert sum(
+        value(found, "memsync_cycle_duration_seconds_sum", trigger=t) for t in ("full", "live")
+    ) == pytest.approx(durations)
+    # The first sync wrote tea into alice's store; the live cycles wrote walks there and
+    # reads to the server: each carried memory is one write and one lag observation.
+    writes = "memsync_writes_total"
+    assert value(found, writes, provider="agents", kind="create", outcome="ok") == 2
+    assert value(found, writes, provider="server", kind="create", outcome="ok") == 1
+    assert value(found, "memsync_propagation_lag_seconds_count") == 3

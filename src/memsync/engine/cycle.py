@@ -354,9 +354,12 @@ def finish_run(store: StagingStore, report: CycleReport) -> None:
     status = "ok" if report.exit_code == 0 else "attention"
     if report.interrupted:
         status = "interrupted"
-    summary = json.dumps(report.as_dict(), default=str)
+    data = report.as_dict()
+    summary = json.dumps(data, default=str)
+    found = data.get("discovery")  # a scoped run that looked for scopes
+    discovery = json.dumps(found, default=str) if isinstance(found, dict) else None
     with store.transaction():
-        store.runs.finish(report.run_id, report.finished_at, status, summary)
+        store.runs.finish(report.run_id, report.finished_at, status, summary, discovery)
 
 
 def _start_run(store: StagingStore) -> int:

@@ -151,7 +151,7 @@ def take_backups(
         for outcome in outcomes:
             outcome.skipped = "nothing mirrored yet (run `memsync sync` first)"
         return outcomes
-    with StagingStore.open(paths.database, create=False) as store:
+    with StagingStore.open(paths.database, create=False, reading=True) as store:
         for outcome in outcomes:
             _backup_one(store, paths.backups_dir, config, outcome, now)
     return outcomes

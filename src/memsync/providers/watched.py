@@ -12,6 +12,7 @@ stays the safety net, so a missed or failed watch costs latency, never data.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from abc import ABC, abstractmethod
@@ -31,16 +32,28 @@ HEADER_BYTES = (
 )
 
 
-@dataclass(frozen=True, order=True)
+@functools.total_ordering
+@dataclass(frozen=True)
 class Hint:
     """A provider (by its configured name) and the scope a change touched.
 
     ``scope`` None: the provider's only scope, or, beside wildcard scopes, a store whose files
-    do not say which scope changed (a Mem0 library's vector store): every scope.
+    do not say which scope changed (a Mem0 library's vector store, a team's one mnem store):
+    every scope. Hints of both kinds meet in one round (an agent's write to a team store is
+    served with its scope, and watched without), so they sort: a provider's whole-store hint
+    before its scopes'.
     """
 
     provider: str
     scope: Scope | None = None
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Hint):
+            return NotImplemented
+        return self._order() < other._order()
+
+    def _order(self) -> tuple[str, bool, tuple[tuple[str, str], ...]]:
+        return (self.provider, self.scope is not None, self.scope.items if self.scope else ())
 
     @property
     def label(self) -> str:

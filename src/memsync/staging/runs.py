@@ -14,6 +14,12 @@ class RunRow(NamedTuple):
     summary: str | None  # the cycle report, JSON
 
 
+class RunSpan(NamedTuple):
+    id: int
+    started_at: str
+    finished_at: str | None
+
+
 class Runs:
     """The ``runs`` table."""
 
@@ -42,20 +48,21 @@ class Runs:
         """The newest finished run that discovered scopes: its id, end, and what each source's
         discovery found (JSON), so a discovery that was not complete stays said until one is."""
         row = self.conn.execute(
-            "SELECT id, finished_at, json_extract(summary, '$.discovery') FROM runs "
-            "WHERE finished_at IS NOT NULL AND json_valid(summary) "
-            "AND json_type(summary, '$.discovery') = 'object' ORDER BY id DESC LIMIT 1"
+            "SELECT id, finished_at, discovery FROM runs WHERE discovery IS NOT NULL "
+            "ORDER BY id DESC LIMIT 1"
         ).fetchone()
         return None if row is None else (int(row[0]), row[1], str(row[2]))
 
-    def of_last_cycles(self) -> list[RunRow]:
-        """The runs each provider's last cycle was part of (see providers.last_cycle)."""
+    def spans_of_last_cycles(self) -> list[RunSpan]:
+        """When each run a provider's last cycle was part of started and ended (see
+        providers.last_cycle); not their reports, which run to megabytes at thousands of
+        scopes."""
         cursor = self.conn.execute(
-            "SELECT id, started_at, finished_at, status, summary FROM runs WHERE id IN "
+            "SELECT id, started_at, finished_at FROM runs WHERE id IN "
             "(SELECT json_extract(last_cycle, '$.run_id') FROM providers "
             "WHERE last_cycle IS NOT NULL)"
         )
-        return [RunRow(*row) for row in cursor]
+        return [RunSpan(*row) for row in cursor]
 
     # the cycle's side ------------------------------------------------------------
 
@@ -67,9 +74,17 @@ class Runs:
         )
         return int(cursor.lastrowid or 0)
 
-    def finish(self, run_id: int, finished_at: str | None, status: str, summary: str) -> None:
-        """Record how a run ended: its status and its report as JSON."""
+    def finish(
+        self,
+        run_id: int,
+        finished_at: str | None,
+        status: str,
+        summary: str,
+        discovery: str | None = None,
+    ) -> None:
+        """Record how a run ended: its status and its report as JSON, and apart, what its
+        discovery found (JSON; None: it looked for no scopes)."""
         self.conn.execute(
-            "UPDATE runs SET finished_at = ?, status = ?, summary = ? WHERE id = ?",
-            (finished_at, status, summary, run_id),
+            "UPDATE runs SET finished_at = ?, status = ?, summary = ?, discovery = ? WHERE id = ?",
+            (finished_at, status, summary, discovery, run_id),
         )

@@ -452,6 +452,29 @@ MIGRATIONS: tuple[Migration, ...] = (
         ) WITHOUT ROWID;
         """,
     ),
+    Migration(
+        11,
+        "thousands of scopes: unfinished actions, hidden records and discoveries indexed",
+        """
+        -- Every cycle supersedes the unfinished actions of earlier runs: without this index
+        -- that scanned the outbox a first sync filled (200,000 rows at 5,000 users: half of
+        -- a hinted cycle).
+        CREATE INDEX outbox_unfinished ON outbox (run_id) WHERE state IN ('pending', 'running');
+        -- What status counts as hidden (an expiry or a Dream state): a few rows, not a scan of
+        -- every record with its provenance parsed (the same terms as status_counts' query).
+        CREATE INDEX records_maybe_hidden ON records (provider, scope_key)
+            WHERE expiration_date IS NOT NULL
+            OR json_extract(provenance, '$.lifecycle_state') IS NOT NULL
+            OR json_extract(provenance, '$.replaced_by') IS NOT NULL;
+        -- What each source's discovery found, apart from the run's report: status and /metrics
+        -- read it at every look, and a full pass's report over 5,000 scopes is 6 MB of JSON.
+        ALTER TABLE runs ADD COLUMN discovery TEXT;
+        UPDATE runs SET discovery = json_extract(summary, '$.discovery')
+            WHERE finished_at IS NOT NULL AND json_valid(summary)
+            AND json_type(summary, '$.discovery') = 'object';
+        CREATE INDEX runs_with_discovery ON runs (id) WHERE discovery IS NOT NULL;
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

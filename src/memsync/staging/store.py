@@ -48,6 +48,11 @@ if TYPE_CHECKING:
 __all__ = ["RECORD_COLUMNS", "StagingStore", "checkpoint", "dumps", "record_row", "row_record"]
 
 BUSY_TIMEOUT_S = 10.0  # a writer waits this long for another's transaction, then fails
+# SQLite's page cache: 32 MiB for a cycle, so a million-record mirror stays cache-friendly (a
+# ceiling, not an allocation: small stores use what they need); 2 MiB for a look that only
+# reads (StagingStore.open).
+_CYCLE_CACHE = "PRAGMA cache_size = -32768"
+_READER_CACHE = "PRAGMA cache_size = -2048"
 
 _CORRUPT_HINT = (
     "run `memsync repair` to rebuild it from the providers (the providers hold the memories; "
@@ -94,7 +99,10 @@ class StagingStore:
     # opening ------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: Path, *, create: bool = True) -> StagingStore:
+    def open(cls, path: Path, *, create: bool = True, reading: bool = False) -> StagingStore:
+        """Open (and migrate) the staging database. ``reading``: a look that only reads
+        (status, the page, /metrics, a backup) gets a small page cache: scanning gains
+        nothing from a large one, and in the daemon each is memory taken beside the cycle's."""
         path = Path(path)
         if not path.exists():
             if not create:
@@ -108,9 +116,7 @@ class StagingStore:
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-            # 32 MiB of page cache: a million-record mirror stays cache-friendly (a ceiling,
-            # not an allocation: small stores use what they need).
-            conn.execute("PRAGMA cache_size = -32768")
+            conn.execute(_READER_CACHE if reading else _CYCLE_CACHE)
             conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as exc:
             raise StagingError(

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from memsync.base.errors import LockHeld, MemsyncError
 from memsync.base.lock import is_locked
+from memsync.base.memory import give_back
 from memsync.base.paths import Paths
 from memsync.config import Config
 from memsync.engine.report import CycleReport, SyncOptions
@@ -98,6 +99,7 @@ class Jobs:
             except Exception:
                 log.exception("%s job failed unexpectedly; it runs again next interval", name)
             finally:
+                give_back()  # what the job freed (its page cache, its report) leaves RSS
                 with self._count:
                     self._running -= 1
                     self._count.notify_all()

@@ -42,6 +42,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from memsync.base.errors import ConfigError, MemsyncError
 from memsync.base.lock import daemon_lock
+from memsync.base.memory import limit_arenas
 from memsync.base.paths import Paths
 from memsync.base.signal_inbox import SignalInbox, blocked_in_new_threads
 from memsync.config import Config, load_config
@@ -121,6 +122,7 @@ class Daemon:
     # lifecycle -----------------------------------------------------------------------------
 
     def run(self) -> StopResult:
+        limit_arenas()  # before any thread: they share a few malloc arenas (base/memory)
         with SignalInbox(HANDLED) as inbox:
             with blocked_in_new_threads(HANDLED):
                 self._start()
@@ -145,7 +147,14 @@ class Daemon:
             next_run_time=self._first_backup_time(now),
         )
         scheduled_verify.install(self.scheduler, self._verify_job, self.paths, config, now)
-        self.live = Live(self.paths, config, self.stop, guard=self.jobs.guarded, held=self.held)
+        self.live = Live(
+            self.paths,
+            config,
+            self.stop,
+            guard=self.jobs.guarded,
+            held=self.held,
+            counter=self.metrics,  # hinted cycles are counted as the full pass is
+        )
         self.jobs.live = self.live  # every cycle's observer
         self.live.start()  # before the first sync, which keeps what the probes answer
         self._start_serving()

@@ -8,11 +8,21 @@ writes nor what it has just listed start another cycle.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from memsync.base.scopes import Scope
 from memsync.engine.report import CycleReport
 from memsync.orchestration.live.local_stores import LocalStores
 from memsync.orchestration.live.probing import Probing, Tokens
 from memsync.staging import StagingStore
+
+
+class CycleCounter(Protocol):
+    """Where each cycle is counted (``ui/metrics.Metrics``): the hinted ones too."""
+
+    def cycle_ended(self, run_id: int, *, per_scope: bool, trigger: str = ...) -> None: ...
+
+    def cycle_not_run(self, outcome: str, trigger: str = ...) -> None: ...
 
 
 class RunObserver:
@@ -41,4 +51,4 @@ class RunObserver:
             self.probing.expect_own_writes(self.store, scope, report)
 
 
-__all__ = ["RunObserver"]
+__all__ = ["CycleCounter", "RunObserver"]

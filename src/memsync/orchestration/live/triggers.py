@@ -45,7 +45,7 @@ from memsync.engine.from_config import topology_of
 from memsync.engine.report import USABLE, CycleReport, ProviderState, SyncOptions
 from memsync.orchestration.live.hints import HintQueue
 from memsync.orchestration.live.local_stores import Left, LocalStores
-from memsync.orchestration.live.observer import RunObserver
+from memsync.orchestration.live.observer import CycleCounter, RunObserver
 from memsync.orchestration.live.probing import Probing, Tokens, probes_for
 from memsync.orchestration.live.pushes import Pushes
 from memsync.orchestration.live.watch import Watcher, watched_stores
@@ -65,6 +65,7 @@ Guard = Callable[[str, Callable[[], None]], Callable[[], None]]
 LOCK_WAIT = 0.5  # a hinted cycle waits this long for the cycle lock, then tries again later
 IDLE = 1.0  # the longest the loop sleeps without a reason to wake
 SHOWN = 3  # hints named in a log line
+LIVE = "live"  # a hinted cycle's trigger, as /metrics labels it
 
 
 class Live:
@@ -84,6 +85,7 @@ class Live:
         build: Callable[[str, Config], Provider] = build_provider,
         watch: Callable[..., object] | None = None,
         held: HeldStores | None = None,
+        counter: CycleCounter | None = None,
     ) -> None:
         self.paths = paths
         self.config = config
@@ -92,6 +94,7 @@ class Live:
         self.build = build
         self.watch_function = watch
         self.held = held  # the daemon's held stores: its hinted cycles borrow mnem stores there
+        self.counter = counter  # the daemon's /metrics: every hinted cycle is counted there
         self._wake = threading.Event()
         self.queue = HintQueue()
         self.local = LocalStores()
@@ -101,6 +104,7 @@ class Live:
         self.watcher: Watcher | None = None
         self._thread: threading.Thread | None = None
         self.cycles = 0  # hinted cycles run
+        self._failing: tuple[str, int] | None = None  # an unexpected failure said, and times
 
     # what the daemon's status and the tests read ----------------------------------------------
 
@@ -277,6 +281,7 @@ class Live:
                 held=self.held,
             )
         except LockHeld:  # a cycle started meanwhile: once it is done, look again
+            self._count_not_run("busy")
             local = self.local.providers()
             self.queue.served(written or set())  # served writes stay writes, unchecked
             self.queue.watched({hint for hint in hints if hint.provider in local})
@@ -284,11 +289,44 @@ class Live:
             self._wake.set()
             return
         except MemsyncError as exc:
+            self._count_not_run("failed")
             log.warning("sync for %s failed: %s", why, exc)
             self.queue.back_off(hints, self.config.sync.interval)
             return
+        except Exception as exc:  # a bug, not a provider's answer: the hints are kept
+            self._count_not_run("failed")
+            self.queue.back_off(hints, self.config.sync.interval)
+            self._failed(why, exc)
+            return
+        if self._failing is not None:
+            log.info("live sync works again (it had failed %d times)", self._failing[1])
+            self._failing = None
         self.cycles += 1
+        if self.counter is not None:
+            self.counter.cycle_ended(
+                report.run_id, per_scope=config.metrics.per_scope, trigger=LIVE
+            )
         self._after(hints, report, time.monotonic() - started, why)
+
+    def _count_not_run(self, outcome: str) -> None:
+        if self.counter is not None:
+            self.counter.cycle_not_run(outcome, trigger=LIVE)
+
+    def _failed(self, why: str, exc: Exception) -> None:
+        """Say an unexpected failure once (with its traceback), not at every retry."""
+        said = f"{type(exc).__name__}: {exc}"
+        if self._failing is not None and self._failing[0] == said:
+            self._failing = (said, self._failing[1] + 1)
+            log.debug("live sync for %s failed again: %s", why, said)
+            return
+        self._failing = (said, 1)
+        log.error(
+            "live sync for %s failed unexpectedly (%s); its changes are kept and tried again, "
+            "backing off (said once)",
+            why,
+            said,
+            exc_info=exc,
+        )
 
     def _after(self, hints: set[Hint], report: CycleReport, seconds: float, why: str) -> None:
         scoped = bool(scoped_config_keys(self.config.providers))

@@ -8,6 +8,7 @@ folds those into the configured provider with a scope count and summed figures; 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from memsync.base.errors import MemsyncError
@@ -56,44 +57,135 @@ def fold_scopes(report: dict[str, Any]) -> None:
 
 
 def _folded_cycle(cycles: list[dict[str, Any]]) -> dict[str, Any] | None:
-    if not cycles:
-        return None
-    states = Counter(str(c.get("state", "")) for c in cycles)
-    worst = min(states, key=lambda s: WORST_FIRST.index(s) if s in WORST_FIRST else 0)
-    folded: dict[str, Any] = {
-        "state": worst,
-        "states": dict(states),
-        "finished_at": max(str(c.get("finished_at") or "") for c in cycles) or None,
-        "duration_s": max((c.get("duration_s") or 0.0) for c in cycles),
-        "complete": all(c.get("complete") for c in cycles),
-        "run_id": max(int(c.get("run_id") or 0) for c in cycles),
-    }
-    for key in ("added", "changed", "removed", "listed", "written", "failed", "excluded"):
-        folded[key] = sum(int(c.get(key) or 0) for c in cycles)
-    for key in ("synced_at", "unsynced_since", "busy_since"):  # the scope furthest behind
-        held = [str(c[key]) for c in cycles if c.get(key)]
-        if held:
-            folded[key] = min(held)
-    outside = [c["outside"] for c in cycles if isinstance(c.get("outside"), int)]
-    if outside:  # one store's count, which each of its scopes reports: not a sum
-        folded["outside"] = max(outside)
-    copies: Counter[str] = Counter()
+    folding = FoldedCycles()
     for cycle in cycles:
-        copies.update({split_base(k): v for k, v in (cycle.get("excluded_copies") or {}).items()})
-    if copies:
-        folded["excluded_copies"] = dict(copies)
-    troubled = [c for c in cycles if c.get("state") not in ("ok", "skipped")]
-    if troubled:
-        what = ", ".join(f"{n} {s}" for s, n in sorted(states.items()) if s != "ok")
-        first = troubled[0]
-        folded["error"] = f"{len(troubled)} of {len(cycles)} scopes need attention ({what}); " + (
-            f"first: {first.get('refused') or first.get('error') or first.get('partial_reason')}"
-        )
-        if worst == "refused":
-            folded["refused"] = folded["error"]
-        if worst == "partial":
-            folded["partial_reason"] = folded["error"]
-    return folded
+        folding.add(cycle)
+    return folding.result()
+
+
+_SUMMED = ("added", "changed", "removed", "listed", "written", "failed", "excluded")
+_FURTHEST_BEHIND = ("synced_at", "unsynced_since", "busy_since")
+
+
+class FoldedCycles:
+    """A team's last cycles folded into its provider's, one cycle at a time: at thousands of
+    scopes, status and the page read each scope's cycle and let it go (issue 40: 15,000 of
+    them held at once were most of a 1.5 s ``/api/status`` and a 60 MB peak)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.states: Counter[str] = Counter()
+        self.finished_at = ""
+        self.duration_s = 0.0
+        self.complete = True
+        self.run_id = 0
+        self.sums = dict.fromkeys(_SUMMED, 0)
+        self.behind: dict[str, str] = {}
+        self.outside: int | None = None
+        self.copies: Counter[str] = Counter()
+        self.troubled = 0
+        self.first_trouble: tuple[int, dict[str, Any]] | None = None  # (its row, its why)
+
+    def add(self, cycle: dict[str, Any], row: int | None = None) -> None:
+        """One scope's last cycle; ROW orders the scopes (the first one in trouble is named),
+        by default the order cycles are added in."""
+        self.count += 1
+        self.states[str(cycle.get("state", ""))] += 1
+        self.finished_at = max(self.finished_at, str(cycle.get("finished_at") or ""))
+        self.duration_s = max(self.duration_s, cycle.get("duration_s") or 0.0)
+        self.complete = self.complete and bool(cycle.get("complete"))
+        self.run_id = max(self.run_id, int(cycle.get("run_id") or 0))
+        for key in _SUMMED:
+            self.sums[key] += int(cycle.get(key) or 0)
+        for key in _FURTHEST_BEHIND:
+            if cycle.get(key):
+                held = str(cycle[key])
+                self.behind[key] = min(self.behind.get(key, held), held)
+        if isinstance(cycle.get("outside"), int):
+            self.outside = max(self.outside or 0, cycle["outside"])
+        copies = cycle.get("excluded_copies") or {}
+        self.copies.update({split_base(k): v for k, v in copies.items()})
+        if cycle.get("state") not in ("ok", "skipped"):
+            self.troubled += 1
+            at = self.count if row is None else row
+            if self.first_trouble is None or at < self.first_trouble[0]:
+                why = {k: cycle.get(k) for k in ("refused", "error", "partial_reason")}
+                self.first_trouble = (at, why)
+
+    def result(self) -> dict[str, Any] | None:
+        if not self.count:
+            return None
+        states = self.states
+        worst = min(states, key=lambda s: WORST_FIRST.index(s) if s in WORST_FIRST else 0)
+        folded: dict[str, Any] = {
+            "state": worst,
+            "states": dict(states),
+            "finished_at": self.finished_at or None,
+            "duration_s": self.duration_s,
+            "complete": self.complete,
+            "run_id": self.run_id,
+            **self.sums,
+        }
+        for key in _FURTHEST_BEHIND:  # the scope furthest behind
+            if key in self.behind:
+                folded[key] = self.behind[key]
+        if self.outside is not None:  # one store's count, which each of its scopes reports
+            folded["outside"] = self.outside
+        if self.copies:
+            folded["excluded_copies"] = dict(self.copies)
+        if self.first_trouble is not None:
+            first = self.first_trouble[1]
+            what = ", ".join(f"{n} {s}" for s, n in sorted(states.items()) if s != "ok")
+            folded["error"] = (
+                f"{self.troubled} of {self.count} scopes need attention ({what}); "
+                f"first: {first['refused'] or first['error'] or first['partial_reason']}"
+            )
+            if worst == "refused":
+                folded["refused"] = folded["error"]
+            if worst == "partial":
+                folded["partial_reason"] = folded["error"]
+        return folded
+
+
+@dataclass
+class _ScopeRow:
+    label: str
+    position: int  # rows in the order staging first named them, as ``fold_scopes`` takes them
+    records: int = 0
+    hidden: int = 0
+    rolled_back: int = 0
+
+
+class ScopeFold:
+    """``fold_scopes`` for one configured provider, filled as staging is read: each scope is
+    a few numbers, and its last cycle is folded in and let go."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, _ScopeRow] = {}  # by staging name, in the order first seen
+        self.cycles = FoldedCycles()
+
+    def row(self, name: str, label: str) -> _ScopeRow:
+        """The row of staging NAME, whose scope's label is LABEL."""
+        found = self.rows.get(name)
+        if found is None:
+            found = self.rows[name] = _ScopeRow(label, len(self.rows))
+        return found
+
+    def cycle(self, name: str, label: str, cycle: dict[str, Any]) -> None:
+        self.cycles.add(cycle, row=self.row(name, label).position)
+
+    def into(self, entry: dict[str, Any]) -> None:
+        """The folded row, as ``fold_scopes`` writes it."""
+        rows = list(self.rows.values())
+        entry["scopes"] = {r.label: r.records for r in rows}
+        entry["scope_count"] = len(rows)
+        entry["records"] = sum(r.records for r in rows)
+        entry["hidden"] = sum(r.hidden for r in rows)
+        rolled_back = sum(r.rolled_back for r in rows)
+        if rolled_back:
+            entry["rolled_back"] = rolled_back
+        entry["hidden_scopes"] = {r.label: r.hidden for r in rows if r.hidden}
+        entry["last_cycle"] = self.cycles.result()
 
 
 def split_base(name: str) -> str:

@@ -19,6 +19,7 @@ as mnem's own clients open it, and handed over between the two as the daemon com
 from __future__ import annotations
 
 import contextlib
+import enum
 import gc
 import os
 import select
@@ -32,6 +33,7 @@ from typing import Any
 import mnem
 
 from memsync.base.errors import MemsyncError
+from memsync.base.lock import daemon_lock, is_locked, read_daemon_info
 from memsync.base.paths import Paths, resolve_paths
 from memsync.config import load_config
 from memsync.orchestration.serve import ops
@@ -46,10 +48,13 @@ from memsync.orchestration.serve.wire import (
     exception_from,
 )
 from memsync.orchestration.serve.wire import socket_path as daemon_socket
+from memsync.providers.mnem.holder import store_holder
 
 HANDOVER_CHECK = 1.0  # seconds between looks for a daemon that started
 ASK_AGAIN = 30.0  # a daemon that does not serve this store is asked again after this long
 TAKE_BACK_WAIT = 10.0  # how long opening waits while another holds the store
+ASK_LIVE_DAEMON = 10.0  # how long a live daemon that did not answer is asked again
+ASK_HOLDER = 0.25  # while the daemon holds the store, it is asked again this often
 REPLY_TIMEOUT = 120.0  # the longest the daemon may take to answer one request
 _LOCKED = ("Database already open", "Cannot acquire lock")
 
@@ -89,19 +94,35 @@ class StoreClient:
         return self._conn is not None
 
     def _connect_or_open(self) -> None:
+        """Through the daemon when it serves the store; a live daemon that could not be
+        reached (busy accepting a burst of agents, or answering slowly) is asked again before
+        the store is opened here, for ASK_LIVE_DAEMON seconds."""
         before = self._socket_identity()
-        if not self._through_daemon():
-            self._open_here(before)
+        deadline = time.monotonic() + ASK_LIVE_DAEMON
+        pause = 0.05
+        while True:
+            reached = self._through_daemon()
+            if reached is _Reached.SERVED:
+                return
+            if reached is _Reached.NOT_SERVED or not self.socket.exists():
+                break  # the daemon said no, or there is no socket: nothing to ask again
+            if not self._daemon_alive():
+                break  # a socket a dead daemon left
+            if time.monotonic() + pause > deadline:
+                break
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
+        self._open_here(before)
 
-    def _through_daemon(self) -> bool:
+    def _through_daemon(self) -> _Reached:
         """Attach to the daemon if it serves this store (letting go of a handle held here
-        first); whether it does now."""
+        first): SERVED now, NOT_SERVED (the daemon said so), or UNREACHED."""
         if not self.socket.exists():
-            return False
+            return _Reached.UNREACHED
         try:
             conn = connect(self.socket, REPLY_TIMEOUT)
         except OSError:
-            return False  # a socket a dead daemon left
+            return _Reached.UNREACHED  # a socket a dead daemon left, or a backlog still full
         reader = conn.makefile("rb")
         try:
             answer = _ask(conn, reader, "serves", {"store": self.path})
@@ -111,17 +132,27 @@ class StoreClient:
                 raise _NotServed
             self._let_go_here()
             _ask(conn, reader, "attach", {"store": self.path, "client": self.client})
-        except (_NotServed, OSError, ValueError, mnem.MnemError, ServeError):
+        except _NotServed:
             reader.close()
             conn.close()
-            return False
+            return _Reached.NOT_SERVED
+        except (OSError, ValueError, mnem.MnemError, ServeError):
+            reader.close()
+            conn.close()
+            return _Reached.UNREACHED
         self._conn, self._reader = conn, reader
-        return True
+        return _Reached.SERVED
+
+    def _daemon_alive(self) -> bool:
+        """Whether a memsync daemon runs for these paths (it holds its lock)."""
+        return is_locked(daemon_lock(self.paths).path)
 
     def _open_here(self, socket_seen: tuple[int, int] | None) -> None:
         """Open the store in this process, waiting while someone else holds it; a daemon that
-        starts meanwhile (a socket other than SOCKET_SEEN) is asked to serve it instead."""
+        starts meanwhile (a socket other than SOCKET_SEEN) is asked to serve it instead. A
+        lock the daemon holds is never waited on: the daemon is asked again instead."""
         deadline = time.monotonic() + TAKE_BACK_WAIT
+        asked_at = time.monotonic()
         while True:
             try:
                 self._store = mnem.open(self.path)
@@ -132,11 +163,22 @@ class StoreClient:
                     raise _bare(exc) from None
             time.sleep(0.05)
             now = self._socket_identity()
-            if now is not None and now != socket_seen:
-                socket_seen = now
-                if self._through_daemon():
+            changed = now is not None and now != socket_seen
+            held_by_daemon = now is not None and self._held_by_daemon()
+            if changed or (held_by_daemon and time.monotonic() - asked_at >= ASK_HOLDER):
+                socket_seen, asked_at = now, time.monotonic()
+                if self._through_daemon() is _Reached.SERVED:
                     return
         Intents(self.paths).recover(self._store, Path(self._store.root).resolve())
+
+    def _held_by_daemon(self) -> bool:
+        """Whether the process holding the store's lock is the running memsync daemon."""
+        root = store_root(self.path)
+        holder = None if root is None else store_holder(root)
+        if holder is None:
+            return False
+        info = read_daemon_info(self.paths)
+        return bool(info.get("running")) and info.get("pid") == holder.pid
 
     def _let_go_here(self) -> None:
         if self._store is not None:
@@ -171,7 +213,8 @@ class StoreClient:
             if self._settled():
                 return
             had_it = self._store is not None
-            if not self._through_daemon() and had_it and self._store is None:
+            reached = self._through_daemon()
+            if reached is not _Reached.SERVED and had_it and self._store is None:
                 self._open_here(identity)  # let go for a daemon that then could not take it
 
     def _settled(self) -> bool:
@@ -251,6 +294,14 @@ class StoreClient:
 
 class _NotServed(Exception):
     pass
+
+
+class _Reached(enum.Enum):
+    """What asking the daemon to serve the store came to."""
+
+    SERVED = "served"
+    NOT_SERVED = "not served"  # the daemon answered: not a store it syncs, or it is stopping
+    UNREACHED = "unreached"  # no daemon listening, or it did not answer
 
 
 def _ask(conn: socket.socket, reader: Any, op: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -62,6 +62,10 @@ LINGER = 5.0  # seconds a store stays held after its last client left (a client 
 class _Listener(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
     block_on_close = False
+    # A burst of agents starting together (an application's workers) connects at once:
+    # socketserver's backlog of 5 turned most of them away (EAGAIN). The kernel caps this at
+    # net.core.somaxconn; clients retry a backlog that is full even so (``wire.connect``).
+    request_queue_size = socket.SOMAXCONN
     owner: StoreServer
 
 

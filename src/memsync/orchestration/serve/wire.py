@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ from memsync.base.paths import Paths
 SOCKET_NAME = "serve.sock"
 MAX_LINE = 256 << 20  # a PMM import's data travels in one line
 _SUN_PATH = 100  # AF_UNIX paths are limited to 107 bytes; longer ones go through /proc
+BACKLOG_PATIENCE = 30.0  # how long a connect retries a full backlog (EAGAIN) before giving up
+_FIRST_PAUSE, _LAST_PAUSE = 0.005, 0.25  # its pauses, doubling
 _BUILTIN = ("KeyError", "TypeError", "ValueError", "IndexError", "AttributeError")
 
 
@@ -54,17 +57,33 @@ def address(path: Path) -> Iterator[str]:
         os.close(directory)
 
 
-def connect(path: Path, timeout: float | None) -> socket.socket:
-    """A connection to the daemon's socket; OSError when nobody listens there."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    try:
-        with address(path) as where:
-            sock.connect(where)
-    except OSError:
-        sock.close()
-        raise
-    return sock
+def connect(
+    path: Path, timeout: float | None, *, patience: float = BACKLOG_PATIENCE
+) -> socket.socket:
+    """A connection to the daemon's socket; OSError when nobody listens there.
+
+    A full listen backlog (a burst of agents starting together) answers EAGAIN at once: the
+    daemon is there, just busy accepting, so the connect is tried again, backing off, for up
+    to PATIENCE seconds. Only a refusal (no one listens: a socket a dead daemon left) or a
+    missing socket means no daemon."""
+    deadline = time.monotonic() + patience
+    pause = _FIRST_PAUSE
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            with address(path) as where:
+                sock.connect(where)
+            return sock
+        except BlockingIOError:  # EAGAIN: the backlog is full
+            sock.close()
+            if time.monotonic() + pause > deadline:
+                raise
+        except OSError:
+            sock.close()
+            raise
+        time.sleep(pause)
+        pause = min(pause * 2, _LAST_PAUSE)
 
 
 def encode(message: dict[str, Any]) -> bytes:

@@ -6,6 +6,7 @@ Config, daemon, providers, outbox, conflicts, backups and cutover readiness.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +16,11 @@ from memsync.base.exclude import Exclusion
 from memsync.base.lock import cycle_lock, is_locked, read_daemon_info
 from memsync.base.paths import Paths
 from memsync.base.records import is_expired
-from memsync.base.scopes import Scope
+from memsync.base.scopes import Scope, split_scoped_name
 from memsync.config import Config, load_config
 from memsync.orchestration.backups import newest_backups
 from memsync.orchestration.scopes.report import discovery_line, incomplete_discoveries
-from memsync.orchestration.scopes.views import fold_scopes, only_scope
+from memsync.orchestration.scopes.views import ScopeFold, fold_scopes, only_scope
 from memsync.orchestration.status.cutover import NO_OUTBOX, cutover_readiness, verify_summary
 from memsync.orchestration.status.cycle_state import cycle_state
 from memsync.orchestration.status.times import seconds_between
@@ -28,7 +29,10 @@ from memsync.providers import not_served
 from memsync.staging import StagingStore
 
 
-def collect_status(paths: Paths) -> dict[str, Any]:
+def collect_status(paths: Paths, *, fold: bool = False) -> dict[str, Any]:
+    """The status report; ``fold``: each configured wildcard provider's scopes folded into it
+    (``fold_scopes``) as staging is read, so a team's thousands of scopes are never held
+    whole (``status_report``, the page)."""
     report: dict[str, Any] = {
         "config": {"path": str(paths.config_file), "ok": False, "error": None},
         "database": {"path": str(paths.database), "exists": paths.database.exists()},
@@ -68,27 +72,64 @@ def collect_status(paths: Paths) -> dict[str, Any]:
             "state": None,
             "outbox": dict(NO_OUTBOX),
         }
+    folds = _Folds(configured if fold else ())
     if paths.database.exists():
         try:
-            with StagingStore.open(paths.database, create=False) as store:
-                _from_store(store, report)
+            with StagingStore.open(paths.database, create=False, reading=True) as store:
+                _from_store(store, report, folds)
                 if config is not None:
                     report["cutover"] = cutover_readiness(store, config)
                     report["verify"] = verify_summary(report["cutover"], config)
         except MemsyncError as exc:
             report["database"]["error"] = str(exc)
+    if fold:
+        folds.into(report)
+        fold_scopes(report)  # scopes of providers the config no longer names
     return report
 
 
 def status_report(paths: Paths, scope: Scope | None = None) -> dict[str, Any]:
     """``collect_status`` as `memsync status` shows it: a wildcard provider's scopes folded
     into it, or with SCOPE, that one scope's providers alone."""
+    if scope is None:
+        return collect_status(paths, fold=True)
     report = collect_status(paths)
-    if scope is not None:
-        only_scope(report, scope)
-    else:
-        fold_scopes(report)
+    only_scope(report, scope)
     return report
+
+
+class _Folds:
+    """The scopes of each configured provider, folded as staging is read (``ScopeFold``)."""
+
+    def __init__(self, configured: Iterable[str]) -> None:
+        self.by_base = {name: ScopeFold() for name in configured}
+        self._split: dict[str, tuple[ScopeFold, str] | None] = {}
+        self._labels: dict[str, str] = {}  # a scope as staging names spell it -> its label
+
+    def of(self, name: str) -> tuple[ScopeFold, str] | None:
+        """The fold a staging NAME goes into, and its scope's label; None: a row of its own."""
+        if not self.by_base:
+            return None
+        if name not in self._split:
+            base, _, spelled = name.partition("[")
+            fold = self.by_base.get(base)
+            label = None if fold is None else self._labels.get(spelled)
+            if fold is not None and label is None:
+                split = split_scoped_name(name)  # each scope parsed once, not once a provider
+                label = None if split is None else split[1].label
+                if label is not None:
+                    self._labels[spelled] = label
+            self._split[name] = None if fold is None or label is None else (fold, label)
+        return self._split[name]
+
+    def row(self, name: str) -> Any:
+        found = self.of(name)
+        return None if found is None else found[0].row(name, found[1])
+
+    def into(self, report: dict[str, Any]) -> None:
+        for base, fold in self.by_base.items():
+            if fold.rows:
+                fold.into(report["providers"][base])
 
 
 def _provider_entry(report: dict[str, Any], name: str) -> dict[str, Any]:
@@ -114,9 +155,13 @@ def _hidden(dated: Any) -> str | None:
     return not_served(dated.type, expired=is_expired(dated.expiration_date), dream=dream)
 
 
-def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
+def _from_store(store: StagingStore, report: dict[str, Any], folds: _Folds) -> None:
     counts = store.status_counts
     for count in counts.records_by_scope():
+        row = folds.row(count.provider)
+        if row is not None:
+            row.records += count.records
+            continue
         entry = _provider_entry(report, count.provider)
         entry["records"] += count.records
         entry["scopes"][count.scope_key] = count.records
@@ -125,6 +170,11 @@ def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
         # it. Counted apart, so "records" is what the store serves.
         why = _hidden(dated)
         if why is None:
+            continue
+        row = folds.row(dated.provider)
+        if row is not None:
+            row.records -= dated.records
+            row.hidden += dated.records
             continue
         entry = _provider_entry(report, dated.provider)
         entry["records"] -= dated.records
@@ -136,19 +186,32 @@ def _from_store(store: StagingStore, report: dict[str, Any]) -> None:
         hidden[dated.scope_key] = hidden.get(dated.scope_key, 0) + dated.records
     durations = _run_durations(store)
     for name, last_cycle in store.providers.last_cycles():
-        entry = _provider_entry(report, name)
         cycle = json.loads(last_cycle) if last_cycle else None
         if cycle is not None:
             cycle["duration_s"] = durations.get(cycle.get("run_id"))
+        folded = folds.of(name)
+        if folded is not None:
+            fold, label = folded
+            if cycle is not None:
+                fold.cycle(name, label, cycle)
+            else:
+                fold.row(name, label)
+            continue
+        entry = _provider_entry(report, name)
         entry["last_cycle"] = cycle
         entry["state"] = cycle_state(cycle, name=name)
     for outbox in counts.outbox_needing_work():
-        _provider_entry(report, outbox.provider)["outbox"][outbox.state] = outbox.actions
         report["outbox"][outbox.state] += outbox.actions
+        if folds.row(outbox.provider) is None:  # a scope's own outbox is not folded
+            _provider_entry(report, outbox.provider)["outbox"][outbox.state] = outbox.actions
     report["outbox"]["dead_actions"] = [action._asdict() for action in counts.dead_actions(20)]
     report["conflicts"]["open"] = store.conflicts.count_open()
     report["rollbacks"] = store.rollbacks.counts()
     for name, count in report["rollbacks"].items():
+        row = folds.row(name)
+        if row is not None:
+            row.rolled_back = count
+            continue
         _provider_entry(report, name)["rolled_back"] = count
     report["discovery"] = last_discovery(store, report["providers"])
     running = bool(report["daemon"].get("running"))
@@ -191,7 +254,7 @@ def _run_durations(store: StagingStore) -> dict[int, float | None]:
     """How long each provider's last cycle (the whole run it was part of) took, in seconds."""
     return {
         run.id: seconds_between(run.started_at, run.finished_at)
-        for run in store.runs.of_last_cycles()
+        for run in store.runs.spans_of_last_cycles()
     }
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 
 from memsync.base.errors import LockHeld, MemsyncError
+from memsync.base.memory import give_back
 from memsync.config.address import is_loopback
 from memsync.orchestration.ui.api import GET_API, POST_API
 from memsync.orchestration.ui.auth import same
@@ -55,6 +56,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         with self.server.answering(self.connection):
             self._get()
+        give_back()  # a look over thousands of scopes freed what it read
         self.close_connection = self.close_connection or self.server.stopping.is_set()
 
     def do_POST(self) -> None:
@@ -268,7 +270,7 @@ class Handler(BaseHTTPRequestHandler):
     # the API -------------------------------------------------------------------------------
 
     def store(self) -> StagingStore:
-        return StagingStore.open(self.server.paths.database, create=False)
+        return StagingStore.open(self.server.paths.database, create=False, reading=True)
 
 
 def _asset(name: str) -> str:

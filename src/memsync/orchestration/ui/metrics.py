@@ -7,6 +7,10 @@ how long changes took to propagate) is counted when each cycle ends, from that r
 in staging (``store.cycle_outcomes``), so a counter can never tell another story than
 `memsync status` and `memsync log`.
 
+Every cycle the daemon runs is counted, by ``trigger``: ``full`` (the scheduled pass over
+everything, or one the page started) and ``live`` (a hinted cycle a watch, a probe or an
+agent's served write started: most cycles, beside a probe).
+
 Labels stay bounded: ``provider`` is a configured name (a wildcard provider's scopes fold
 into it), and ``scope`` is filled only with ``[metrics] per_scope = true``.
 
@@ -49,6 +53,7 @@ CYCLE_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 LAG_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 21600, 86400)
 WRITE_OUTCOMES = {"done": "ok", "failed": "failed", "dead": "dead"}
 OUTBOX_STATES = ("pending", "failed", "dead")
+FULL, LIVE = "full", "live"  # a cycle's trigger
 
 
 def provider_and_scope(name: str, per_scope: bool) -> tuple[str, str]:
@@ -72,13 +77,16 @@ class Metrics:
         self.cycles = Counter(
             "memsync_cycles",
             "Sync cycles this process ran, by outcome: ok, attention and interrupted as the "
-            "runs table records them; busy (the cycle lock was held) and failed (no cycle ran).",
-            ["outcome"],
+            "runs table records them; busy (the cycle lock was held) and failed (no cycle ran); "
+            "and trigger: full (every provider and scope) or live (a watch, probe or served "
+            "write hinted it).",
+            ["outcome", "trigger"],
             registry=registry,
         )
         self.cycle_seconds = Histogram(
             "memsync_cycle_duration_seconds",
-            "How long each cycle took, start to finish, as status shows it.",
+            "How long each cycle took, start to finish, as status shows it, by trigger.",
+            ["trigger"],
             buckets=CYCLE_BUCKETS,
             registry=registry,
         )
@@ -97,23 +105,25 @@ class Metrics:
             registry=registry,
         )
         self.lag.labels("")  # the series exists (at zero) before the first observation
+        for trigger in (FULL, LIVE):
+            self.cycle_seconds.labels(trigger)
         ProcessCollector(registry=registry)
         registry.register(StagingGauges(paths))
 
     # what a cycle's end feeds ---------------------------------------------------------------
 
-    def cycle_not_run(self, outcome: str) -> None:
+    def cycle_not_run(self, outcome: str, trigger: str = FULL) -> None:
         """A cycle that could not start: busy (the lock was held) or failed."""
-        self.cycles.labels(outcome).inc()
+        self.cycles.labels(outcome, trigger).inc()
 
-    def cycle_ended(self, run_id: int, *, per_scope: bool) -> None:
+    def cycle_ended(self, run_id: int, *, per_scope: bool, trigger: str = FULL) -> None:
         """Count run RUN_ID, its writes and what it finished carrying, from staging.
 
         Never raises: metrics must not stop a sync. A run staging cannot tell about (a dry
         run's, or a database gone) counts as nothing.
         """
         try:
-            with StagingStore.open(self.paths.database, create=False) as store:
+            with StagingStore.open(self.paths.database, create=False, reading=True) as store:
                 outcomes = store.cycle_outcomes
                 run = outcomes.run(run_id)
                 if run is None or run.finished_at is None:
@@ -123,10 +133,10 @@ class Metrics:
         except (MemsyncError, sqlite3.Error) as exc:
             log.debug("metrics: run %s not counted: %s", run_id, exc)
             return
-        self.cycles.labels(run.status).inc()
+        self.cycles.labels(run.status, trigger).inc()
         took = _seconds_between(run.started_at, run.finished_at)
         if took is not None:
-            self.cycle_seconds.observe(took)
+            self.cycle_seconds.labels(trigger).observe(took)
         for count in writes:
             provider, scope = provider_and_scope(count.provider, per_scope)
             outcome = WRITE_OUTCOMES[count.state]
@@ -175,7 +185,7 @@ class StagingGauges(Collector):
         return config.metrics.per_scope, list(config.providers)
 
     def _read(self, per_scope: bool, configured: Iterable[str]) -> Iterator[Metric]:
-        with StagingStore.open(self.paths.database, create=False) as store:
+        with StagingStore.open(self.paths.database, create=False, reading=True) as store:
             outbox_rows = store.status_counts.outbox_needing_work()
             open_conflicts = store.conflicts.count_open()
             last_cycles = store.providers.last_cycles()

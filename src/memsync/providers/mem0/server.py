@@ -5,8 +5,8 @@ is raised until a call comes back short, ADR-0024, via ``paging``; past its 1,00
 ``POST /search`` checked against ``GET /entities``, see ``server_listing``), ``GET/PUT/DELETE
 /memories/{id}``, ``POST /memories``, ``GET /entities`` and ``GET /memories`` without ids
 (scope discovery, ``server_discovery``; the probe, ``server_probes``), ``GET /openapi.json``
-(once per cycle for all scopes, ``server_session``) and, with ``refresh_token_file``,
-``POST /auth/refresh`` (``server_tokens``).
+(once a process while the server proves every feature, ``server_features``) and, with
+``refresh_token_file``, ``POST /auth/refresh`` (``server_tokens``).
 
 memsync never lets a write trigger LLM extraction: creates send ``infer: false``, and only to a
 server that proved it knows the field (see ``server_features``).
@@ -59,6 +59,7 @@ from memsync.providers.mem0.server_database import (
 from memsync.providers.mem0.server_discovery import discover_server_scopes
 from memsync.providers.mem0.server_entities import EntityCensus, read_entities
 from memsync.providers.mem0.server_features import (
+    KNOWN,
     ServerFeatures,
     features_from_openapi,
     features_from_probes,
@@ -179,19 +180,41 @@ class Mem0ServerProvider(Mem0HttpProvider):
     # server features --------------------------------------------------------------------
 
     def features(self) -> ServerFeatures:
-        """What the server supports (``infer``, ``top_k``, ``/entities``...), proven once per
-        cycle for this provider and every scope bound from it."""
+        """What the server supports (``infer``, ``top_k``, ``/entities``...): proven once a
+        process for a current server, else once a cycle for this provider and every scope
+        bound from it (``server_features``)."""
         return self._session.features(
-            lambda: (
-                features_from_openapi(self.http) or features_from_probes(self.http, self._get_all)
+            lambda: KNOWN.features(
+                self._server_key,
+                lambda: (
+                    features_from_openapi(self.http)
+                    or features_from_probes(self.http, self._get_all)
+                ),
             )
         )
 
+    @property
+    def _server_key(self) -> tuple[str, object]:
+        """The server, as this process knows it: its URL, and the transport a test gives."""
+        return (self.base_url, self._client_args.get("transport"))
+
+    def features_changed(self, why: str) -> None:
+        """A route answered as the features this process knows say it would not: read them
+        again at the next cycle."""
+        KNOWN.forget(self._server_key, f"{self.name}: {why}")
+
     def entities(self) -> EntityCensus | None:
         """``GET /entities`` once per cycle (None: a server without it)."""
-        if self.features().entities is False:
+        promised = self.features().entities
+        if promised is False:
             return None
-        return self._session.census(lambda: read_entities(self.http, self.name))
+        return self._session.census(lambda: self._read_entities(promised=bool(promised)))
+
+    def _read_entities(self, *, promised: bool) -> EntityCensus | None:
+        census = read_entities(self.http, self.name)
+        if census is None and promised:
+            self.features_changed("GET /entities answered 404 where the server's schema has it")
+        return census
 
     def admin_listing(self, top_k: int = MAX_TOP_K) -> list[Any]:
         """``GET /memories`` without ids: every memory, capped server-wide (admin only)."""
@@ -265,7 +288,13 @@ class Mem0ServerProvider(Mem0HttpProvider):
         }
         if item.expiration_date:
             body["expiration_date"] = item.expiration_date
-        answer = self.http.json("POST", "/memories", json=body)
+        try:
+            answer = self.http.json("POST", "/memories", json=body)
+        except TransientProviderError:
+            raise
+        except ProviderError:  # refused (a 422 over infer?): the server may have changed
+            self.features_changed("POST /memories refused a create")
+            raise
         results = answer.get("results") if isinstance(answer, dict) else answer
         added = [
             r
@@ -273,6 +302,7 @@ class Mem0ServerProvider(Mem0HttpProvider):
             if isinstance(r, dict) and r.get("id") and r.get("event", "ADD") == "ADD"
         ]
         if len(added) != 1:
+            self.features_changed(f"POST /memories added {len(added)} memories, not one")
             raise ProviderError(
                 f"{self.name}: POST /memories added {len(added)} memories where one was "
                 f"expected (origin {item.origin}); check the server's logs"

@@ -10,19 +10,29 @@ returns its own default page, and a listing from it is never called complete. Th
 says whether the server has ``GET /entities`` (since 2026-04) and ``POST /search``; without a
 schema those stay unknown (None) and are found out by calling them.
 
-The schema is read once per provider and cycle (``server_session``), not once per scope.
+The schema is read once a process (``KNOWN``), not once a cycle: a daemon's hinted cycles
+would otherwise ask for it beside every listing (276 requests in five minutes at a thousand
+users). What a server proved is forgotten, and read again by the next cycle, when a route
+answers as if it changed (``forget``: ``/entities`` or ``/search`` gone, ``top_k`` ignored, a
+create refused over ``infer``). A server that lacks any of these features is not remembered
+at all but read again each cycle (through ``server_session``, once for every scope), so an
+upgrade, which is what memsync tells its user to do, is seen at the next cycle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+import logging
+import threading
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import astuple, dataclass
 from typing import Any
 
 import httpx
 
 from memsync.base.errors import AuthError, ProviderError, TransientProviderError
 from memsync.providers.http.client import HttpClient
+
+log = logging.getLogger("memsync.mem0")
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,45 @@ class ServerFeatures:
     show_expired: bool | None = None  # lists expired memories when asked (since 2026-06)
     entities: bool | None = None  # GET /entities (since 2026-04)
     search: bool | None = None  # POST /search
+
+    @property
+    def current(self) -> bool:
+        """Whether the server proved every feature memsync asks about (a current release)."""
+        return all(value is True for value in astuple(self) if not isinstance(value, str))
+
+
+class KnownServers:
+    """What each server proved, for this process, by the key its provider gives (its URL, and
+    the transport a test hands it); a current server's features are read once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known: dict[Hashable, ServerFeatures] = {}
+
+    def features(self, key: Hashable, load: Callable[[], ServerFeatures]) -> ServerFeatures:
+        with self._lock:
+            known = self._known.get(key)
+        if known is not None:
+            return known
+        features = load()
+        if features.current:
+            with self._lock:
+                self._known[key] = features
+        return features
+
+    def forget(self, key: Hashable, why: str) -> None:
+        """A route answered as if the server changed: read its features again next time."""
+        with self._lock:
+            forgotten = self._known.pop(key, None)
+        if forgotten is not None:
+            log.info("%s; its features are read again", why)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._known.clear()
+
+
+KNOWN = KnownServers()  # this process's
 
 
 def features_from_openapi(http: HttpClient) -> ServerFeatures | None:

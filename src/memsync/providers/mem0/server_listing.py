@@ -71,6 +71,8 @@ def read_scope(provider: Mem0ServerProvider) -> ScopeRead:
     read.take(fetched.items, "GET /memories", {})
     if len(read.rows) < listed - len(read.partial):
         read.partial.append("GET /memories listed a memory twice")
+    if features.top_k and ignored_top_k:
+        provider.features_changed("GET /memories ignored top_k where the server's schema has it")
     if not features.top_k or ignored_top_k:
         read.partial.append(
             "the server ignores top_k on GET /memories, so a short answer may be its "
@@ -108,6 +110,8 @@ def _past_the_cap(provider: Mem0ServerProvider, read: ScopeRead) -> str | None:
                 start=4 * MAX_TOP_K,
             ).items
     except NotFound:
+        if provider.features().search:
+            provider.features_changed("POST /search answered 404 where the server's schema has it")
         return "the server has no POST /search"
     before = len(read.partial)
     read.take(found, "POST /search", scope)
@@ -125,6 +129,8 @@ def _count_of(provider: Mem0ServerProvider) -> tuple[Entity | None, str]:
         return None, "GET /entities counts each id alone, not a scope of " + " and ".join(scope)
     census = read_entities(provider.http, provider.name)
     if census is None:
+        if provider.features().entities:
+            provider.features_changed("GET /entities answered 404 where the server's schema has it")
         return None, "the server has no GET /entities"
     if not census.complete:
         return None, str(census.note)

@@ -1,9 +1,10 @@
 """What memsync learns about one Mem0 server in a cycle, learnt once and shared by every scope.
 
 A wildcard provider becomes one provider per scope (``alice``, ``bob``...), each with an HTTP
-client of its own; the server they talk to is the same. Its features (from ``/openapi.json``)
-and its ``GET /entities`` answer are read once per provider and cycle and kept here, so twenty
-users cost one schema request, not twenty. The configured provider owns the session and clears
+client of its own; the server they talk to is the same. Its features (from ``/openapi.json``,
+which a current server's are once a process: ``server_features.KNOWN``) and its ``GET
+/entities`` answer are read once per provider and cycle and kept here, so twenty users cost
+one schema request, not twenty. The configured provider owns the session and clears
 it when the cycle closes it (a server may be upgraded between cycles); the scope bindings share
 it and leave it alone.
 """
