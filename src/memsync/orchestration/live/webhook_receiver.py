@@ -109,8 +109,8 @@ class _Handler(BaseHTTPRequestHandler):
         except NotAnEvent as exc:
             self._answer(HTTPStatus.BAD_REQUEST, provider, str(exc))
             return
+        self.server.on_event(provider, event)  # held (a queue's append) before the 204 says so
         self._answer(HTTPStatus.NO_CONTENT)
-        self.server.on_event(provider, event)
 
     def do_GET(self) -> None:
         self._answer(HTTPStatus.NOT_FOUND, None, "not a webhook route")
