@@ -11,7 +11,7 @@ exactly as mnem's clients make it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
@@ -205,9 +205,21 @@ def list_namespaces(
 ) -> list[list[str]]:
     """The namespaces of working memory, as mnem-langgraph lists them (conditions are
     ``{"match_type": "prefix"|"suffix", "path": [...]}``)."""
+    namespaces = (item_of(node_id)[0] for node_id in store.working_memory())
+    return listed_namespaces(namespaces, conditions, max_depth, offset, limit)
+
+
+def listed_namespaces(
+    namespaces: Iterable[tuple[str, ...]],
+    conditions: list[dict[str, Any]] | None,
+    max_depth: int | None,
+    offset: int,
+    limit: int,
+) -> list[list[str]]:
+    """``list_namespaces``'s answer over these namespaces (one store's nodes', or a sharded
+    root's stores')."""
     seen: set[tuple[str, ...]] = set()
-    for node_id in store.working_memory():
-        namespace, _ = item_of(node_id)
+    for namespace in namespaces:
         if max_depth is not None:
             namespace = namespace[:max_depth]
         if namespace and _matches(namespace, conditions or []):
