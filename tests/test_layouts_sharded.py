@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import mnem  # the real SDK: a missing build is an error, not a skip
-import pytest
 import mnem_langgraph
+import pytest
 
 from memsync.base.mnem_shards import MARKER, is_sharded_root
 from memsync.langgraph import MnemosyneStore
@@ -26,7 +26,9 @@ from tests.mem0_fixtures import Mem0App
 from tests.test_layouts_agents import ALICE, BOB, Agent, add, configure, mem0_memories, sync, texts
 
 T = TypeVar("T")
-SHARDED = 'layout = {{ type = "langgraph", namespace = ["memories", "{{user_id}}"], value = "{value}" }}'
+SHARDED = (
+    'layout = {{ type = "langgraph", namespace = ["memories", "{{user_id}}"], value = "{value}" }}'
+)
 
 
 def configure_sharded(home: Path, *, value: str = "content") -> None:

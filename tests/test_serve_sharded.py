@@ -157,7 +157,7 @@ def test_memsync_store_on_a_sharded_root_answers_as_mnem_langgraph_on_one_store(
     assert ours_served == theirs
     raised = [entry[1] for entry in theirs if isinstance(entry, list) and entry[:1] == ["raised"]]
     assert raised == ["InvalidRefError", "TypeError"]  # the errors compared too
-    shards = sorted(p.name for p in (tmp_path / "served").iterdir() if not p.name[0] == ".")
+    shards = sorted(p.name for p in (tmp_path / "served").iterdir() if p.name[0] != ".")
     assert shards == ["memories%3Aalice", "memories%3Aalice%3Adeep", "memories%3Abob", "prefs"]
 
 
