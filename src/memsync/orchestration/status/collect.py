@@ -1,6 +1,7 @@
 """The status report as plain data (`status --json`), from the config, the locks and staging.
 
-Config, daemon, providers, outbox, conflicts, backups and cutover readiness.
+Config, daemon, providers, outbox, conflicts, backups, cutover readiness, and what the stores
+take on disk (``disk``: bytes and growth a day, per provider with store files).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from memsync.base.records import is_expired
 from memsync.base.scopes import Scope
 from memsync.config import Config, load_config
 from memsync.orchestration.backups import newest_backups
+from memsync.orchestration.disk import disk_growth
 from memsync.orchestration.scopes.report import discovery_line, incomplete_discoveries
 from memsync.orchestration.scopes.views import fold_scopes, only_scope
 from memsync.orchestration.status.cutover import NO_OUTBOX, cutover_readiness, verify_summary
@@ -67,6 +69,7 @@ def collect_status(paths: Paths) -> dict[str, Any]:
             "state": None,
             "outbox": dict(NO_OUTBOX),
         }
+    report["disk"] = {}  # per provider with store files: bytes on disk, growth a day
     if paths.database.exists():
         try:
             with StagingStore.open(paths.database, create=False) as store:
@@ -74,9 +77,16 @@ def collect_status(paths: Paths) -> dict[str, Any]:
                 if config is not None:
                     report["cutover"] = cutover_readiness(store, config)
                     report["verify"] = verify_summary(report["cutover"], config)
+                    report["disk"] = _disk(store, config)
         except MemsyncError as exc:
             report["database"]["error"] = str(exc)
+    elif config is not None:
+        report["disk"] = _disk(None, config)
     return report
+
+
+def _disk(store: StagingStore | None, config: Config) -> dict[str, Any]:
+    return {name: growth.as_dict() for name, growth in disk_growth(store, config).items()}
 
 
 def status_report(paths: Paths, scope: Scope | None = None) -> dict[str, Any]:

@@ -62,6 +62,11 @@ def render_status(report: dict[str, Any]) -> None:
             stdout.print(line, markup=False)
         if line := _outside_line(name, info):
             stdout.print(line, markup=False)
+    for _name, disk in sorted(report.get("disk", {}).items()):
+        if disk.get("warning"):
+            stdout.print(f"[yellow]WARNING {escape(disk['warning'])}[/yellow]")
+        else:
+            stdout.print(disk["line"], markup=False)
     for _name, found in sorted(report.get("discovery", {}).items()):
         if found.get("warning"):
             stdout.print(f"[yellow]WARNING {escape(found['warning'])}[/yellow]")

@@ -27,7 +27,9 @@ from memsync.config import Config, MnemConfig
 from memsync.config.scoping import is_template, scoped_in_store, sharded
 from memsync.providers.base import Provider
 from memsync.providers.discovery import Discovery
+from memsync.providers.disk import DiskUse
 from memsync.providers.held import HeldStores
+from memsync.providers.mnem.disk import disk_use as store_disk_use
 from memsync.providers.mnem.layouts import LangGraphLayout, layout_from_config
 from memsync.providers.mnem.on_demand import OnDemandMnemProvider
 from memsync.providers.mnem.opening import load_sdk
@@ -209,4 +211,16 @@ def watched_files(
     return MnemStore(name, Path(entry.path), held)
 
 
-__all__ = ["NamespacePerScope", "StorePerScope", "build", "config_scope_key", "watched_files"]
+def disk_use(name: str, entry: MnemConfig) -> DiskUse:
+    """What its stores take on disk now (``disk.py``): read from the files, nothing opened."""
+    return store_disk_use(entry)
+
+
+__all__ = [
+    "NamespacePerScope",
+    "StorePerScope",
+    "build",
+    "config_scope_key",
+    "disk_use",
+    "watched_files",
+]
