@@ -19,8 +19,16 @@ from typing import Any, TypeVar
 import mnem  # the real SDK: a missing build is an error, not a skip
 import mnem_langgraph
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from memsync.base.mnem_shards import MARKER, is_sharded_root
+from memsync.base.mnem_shards import (
+    MARKER,
+    ShardNameError,
+    is_sharded_root,
+    namespace_of_shard,
+    shard_name,
+)
 from memsync.langgraph import MnemosyneStore
 from tests.mem0_fixtures import Mem0App
 from tests.test_layouts_agents import ALICE, BOB, Agent, add, configure, mem0_memories, sync, texts
@@ -162,3 +170,18 @@ def test_a_sharded_root_cannot_be_a_store_nor_a_template(home: Path, cli: Any) -
     result = cli("sync")
     assert result.exit_code != 0
     assert "needs a root of its own" in result.output
+
+
+@given(st.text(min_size=0, max_size=80))
+def test_every_namespace_is_one_directory_name_and_back(namespace: str) -> None:
+    name = shard_name(namespace)
+    assert "/" not in name and name not in (".", "..") and not name.startswith(".")
+    assert namespace_of_shard(name) == namespace
+
+
+def test_a_namespace_too_long_for_a_directory_is_refused_and_hidden_names_are_no_shards() -> None:
+    with pytest.raises(ShardNameError, match="too long"):
+        shard_name("memories:" + "é" * 200)
+    assert namespace_of_shard(MARKER) is None
+    assert namespace_of_shard(".memsync-shards.123.tmp") is None
+    assert namespace_of_shard("memories%3aalice") is None  # not how memsync spells it
