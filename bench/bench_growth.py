@@ -10,11 +10,13 @@ memories synced from Mem0). The world is bench_org's: a Mem0 server double in a 
 its own, its memories in a real PostgreSQL, 20 ms injected into every request, USERS users of
 PER_USER memories; ``memsync daemon`` as its own process, probe at 1 s.
 
-For each layout: the daemon's first sync; a warm-up write into every user's store (a store's
-first commit after its import costs more than its later ones, and a day holds 170 commits a
-store: steady state is what a day sees; the team store's commits cost its 20,000 nodes from
-the first, so it gets none); the daemon stopped, and every store measured with nobody holding it (allocated bytes,
-as ``du``); the daemon started again, WINDOW seconds of the load, each write's propagation
+For each layout: the daemon's first sync, then the daemon stopped and every store aged by AGE
+agent commits (one node rewritten, the SDK directly, nobody else holding the stores): redb
+grows a young store's file by steps of about 0.5 MB over its first few dozen commits, once,
+where a day gives each store 170 commits; a window right after the import would see those
+steps at a rate no later day does. The team store is not aged: each of its commits costs its
+20,000 nodes from the first. Then every store measured (allocated bytes, as ``du``, nobody
+holding them); the daemon started again, WINDOW seconds of the load, each write's propagation
 timed (mnem -> server: the text on the server; server -> mnem: the node readable through the
 served store); the daemon stopped, the stores measured again.
 
@@ -50,6 +52,9 @@ WINDOW = float(os.environ.get("BENCH_WINDOW", "60" if QUICK else "180"))
 RATE = 2.0  # writes a second over the org, half on each side
 BUDGET = 1e9  # bytes a day
 P95_TARGET = 2.0
+# a store's share of a day's commits (BENCH_DAY_COMMITS: fewer, to try the bench out)
+COMMITS_A_DAY = int(os.environ.get("BENCH_DAY_COMMITS", RATE * 86_400 / USERS))
+AGE = 50  # commits a store is aged by before the window (a quarter of its day's)
 SETTLE = float(os.environ.get("BENCH_SETTLE", "600"))  # how long a write may take to arrive
 
 BASE = """
@@ -169,6 +174,7 @@ class Measured:
     before: int = 0
     to_server: list[float] = field(default_factory=list)
     to_mnem: list[float] = field(default_factory=list)
+    day_commit: float | None = None  # bytes a commit over a store's replayed day
 
     @property
     def per_day(self) -> float:
@@ -242,15 +248,19 @@ def run(home: Path, server: Served, url: str, layout: str, where: str) -> Measur
     try:
         first = daemon.wait_for(r"sync #1 ", timeout=3600)
         print(f"# {layout}: {first}", flush=True)
-        if layout != "one team store":  # its commits cost its 20,000 nodes from the first
-            agent = Agent(kind, agents, home)
-            warm_up(agent, server)
-            agent.close()
     finally:
         daemon.stop()
         if debug:
             Path(debug).write_text("\n".join(daemon.lines) + "\n")
+    imported, _, _ = on_disk(agents)
+    if layout != "one team store":  # its commits cost its 20,000 nodes from the first
+        age(agents, AGE)
     measured.before, measured.stores, commits_before = on_disk(agents)
+    print(
+        f"# {layout}: {imported / 1e6:.0f} MB after the first sync; aged by {AGE} commits a "
+        f"store: +{(measured.before - imported) / 1e6:.0f} MB, once",
+        flush=True,
+    )
     daemon = Daemon(home, config, env)
     try:
         daemon.wait_for(r"sync #\d+ ", timeout=3600)  # its first cycle (run ids go on)
@@ -262,6 +272,8 @@ def run(home: Path, server: Served, url: str, layout: str, where: str) -> Measur
         daemon.stop()
     after, _, commits_after = on_disk(agents)
     measured.grown, measured.commits = after - measured.before, commits_after - commits_before
+    if layout != "one team store":
+        measured.day_commit = replay_day(agents)
     print(
         f"# {layout}: {measured.stores} stores, {measured.before / 1e6:.0f} MB before the "
         f"window; {measured.commits} commits in it, {measured.grown / 1e6:.1f} MB "
@@ -271,19 +283,63 @@ def run(home: Path, server: Served, url: str, layout: str, where: str) -> Measur
     return measured
 
 
-def warm_up(agent: Agent, server: Served) -> None:
-    """One agent write into every user's store, each on the server before the next phase."""
-    texts = []
-    for number in range(USERS):
-        text = f"warm-up note of {user(number)}"
-        agent.ask("new", user(number), text)
-        texts.append((user(number), text))
-    for who, text in texts:
-        wait_until(
-            lambda who=who, text=text: server.holds(who, text),  # type: ignore[misc]
-            f"{text!r} on the server",
-            timeout=SETTLE,
-        )
+def age(root: Path, commits: int) -> None:
+    """COMMITS agent commits into every store under ROOT (one node rewritten, in one open of
+    the store), as a day's first hours make them: nobody else holds the stores now."""
+    import mnem
+
+    for where, _dirs, _files in os.walk(root):
+        if Path(where).name != ".mnem":
+            continue
+        handle = mnem.open(str(Path(where).parent))
+        first = next(iter(handle.working_memory()))
+        namespace = first.rpartition(":")[0] if first.startswith("memories:") else ""
+        node = f"{namespace}:bench-warm-up" if namespace else "bench-warm-up"
+        for number in range(commits):
+            value = {"content": f"warm-up {number}"} if namespace else f"warm-up {number}"
+            handle.add(node, value)
+            handle.commit(f"agent warm-up {number}", author="agent")
+        del handle
+        gc.collect()
+
+
+def replay_day(root: Path, sample: int = 10) -> float:
+    """Bytes a commit over a whole day of one store, on SAMPLE of ROOT's stores (after the
+    window, which is measured already): each gets its day's share of the load (COMMITS_A_DAY
+    commits: half new memories, half edits), one commit per open of the store as the daemon
+    makes them minutes apart, with the SDK directly. A window of minutes catches redb growing
+    a store's file by a step (stores aged alike reach their steps together); a day amortizes
+    them."""
+    import mnem
+
+    found = sorted(Path(w).parent for w, _d, _f in os.walk(root) if Path(w).name == ".mnem")
+    chosen = found[:: max(1, len(found) // sample)][:sample]
+    grown = made = 0
+    for store in chosen:
+        before = _allocated(store)
+        for commit in range(COMMITS_A_DAY):
+            handle = mnem.open(str(store))
+            nodes = list(handle.working_memory().items())
+            node_id, node = nodes[commit % len(nodes)]
+            text = f"a day's write {commit}"
+            if commit % 2:  # a new memory, in the store's own namespace
+                node_id = f"{node_id.rpartition(':')[0]}:day-{commit}".lstrip(":")
+            value = {"content": text} if isinstance(node.content, dict) else text
+            handle.add(node_id, value)
+            handle.commit(f"day {commit}", author="agent")
+            del handle, nodes, node
+            gc.collect()
+            made += 1
+        grown += _allocated(store) - before
+    return grown / max(made, 1)
+
+
+def _allocated(store: Path) -> int:
+    return sum(
+        os.stat(os.path.join(where, name)).st_blocks * 512
+        for where, _dirs, files in os.walk(store / ".mnem")
+        for name in files
+    )
 
 
 def live(agent: Agent, reader: Agent, server: Served, measured: Measured) -> float:
@@ -351,6 +407,17 @@ def rows(results: list[Measured]) -> None:
             f"{day / team.per_day:.3f}x the team store's",
             day < BUDGET,
         )
+        if measured.day_commit is not None:
+            replayed = measured.day_commit * RATE * 86_400
+            report(
+                f"growth: {measured.layout}, the mnem side a day, a store's day replayed",
+                replayed / 1e9,
+                " GB",
+                f"< 1 GB; {COMMITS_A_DAY} commits (half new memories) into 10 of its "
+                f"stores, one open each, the SDK directly: {measured.day_commit / 1e3:.1f} KB "
+                f"a commit x {RATE * 86_400:,.0f} commits a day",
+                replayed < BUDGET,
+            )
         for name, delays in (
             ("mnem -> server", measured.to_server),
             ("server -> mnem", measured.to_mnem),

@@ -148,8 +148,10 @@ class ShardedClient:
 
     def _by_id(self, op: str, args: dict[str, Any]) -> Any:
         node_id = str(args.get("id")) if args.get("id") is not None else None
-        if node_id is None:  # recall() of everything
-            return self._recall_all()
+        if node_id is None:
+            if op == "recall":  # recall() of everything
+                return self._recall_all()
+            raise TypeError(f"{op}() missing 1 required argument: 'id'")
         name = _name_of(node_id)
         shard = self._shard(name, create=op == "remember")
         if shard is None:
