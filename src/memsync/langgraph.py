@@ -13,7 +13,9 @@ one import line::
 
 The difference is where the store is held: by the memsync daemon while it runs, so memsync
 syncs the application's writes at once instead of finding the store busy; by this object when
-no daemon runs, as mnem-langgraph holds it (``memsync.orchestration.serve.client``).
+no daemon runs, as mnem-langgraph holds it (``memsync.orchestration.serve.client``). PATH may
+also be a root holding a store per namespace (``layout.stores = "per-namespace"``): it is
+served as one store, each item in its namespace's (``memsync.orchestration.serve.sharded``).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from langgraph.store.base import (
 )
 
 from memsync.base.mnem_items import item_node_id, provenance_of
-from memsync.orchestration.serve.client import StoreClient
+from memsync.orchestration.serve.sharded import store_client
 
 
 def _timestamp(event_time: int | None) -> datetime:
@@ -60,7 +62,7 @@ class MnemosyneStore(BaseStore):
     supports_ttl = False
 
     def __init__(self, path: str = ".", *, author: str = "agent") -> None:
-        self._client = StoreClient(path, client="memsync.langgraph")
+        self._client = store_client(path, client="memsync.langgraph")
         self._author = author
 
     # --- the interface ---------------------------------------------------

@@ -125,7 +125,13 @@ def place_in_namespace(template: Sequence[str], node_id: str) -> dict[str, str] 
     """The scope values a node id's namespace names under TEMPLATE (``{}`` for a template
     without placeholders), or None when the node lies outside every namespace it names."""
     namespace, key = item_of(node_id)
-    if len(namespace) != len(template) or not key:
+    return place_of_namespace(template, namespace) if key else None
+
+
+def place_of_namespace(template: Sequence[str], namespace: Sequence[str]) -> dict[str, str] | None:
+    """The scope values NAMESPACE names under TEMPLATE (``{}`` for a template without
+    placeholders), or None when it is none of the namespaces the template names."""
+    if len(namespace) != len(template):
         return None
     values: dict[str, str] = {}
     for segment, part in zip(template, namespace, strict=True):

@@ -8,7 +8,7 @@ from memsync.base.errors import MemsyncError
 from memsync.base.files import write_private_text
 from memsync.cli.common import App, pass_app
 from memsync.config.starter import STARTER_CONFIG
-from memsync.orchestration.checks import check_providers
+from memsync.orchestration.checks import check_providers, growth_warnings
 
 _ANSWERS = {
     "ok": "",
@@ -41,7 +41,8 @@ def check(app: App) -> None:
     """Validate the config and reach each provider.
 
     Exits 0 when every provider answered, 1 when one did not (each is listed with why) or
-    could not show it found every user of a team ("N users found, more may exist").
+    could not show it found every user of a team ("N users found, more may exist"). Warns of
+    a store growing past its growth_budget a day at the rate measured (exit 0: a warning).
     """
     config = app.config
     click.echo(f"config: {app.paths.config_file}: ok ({len(config.providers)} providers)")
@@ -51,5 +52,7 @@ def check(app: App) -> None:
         failures += checked.answer != "ok"
         said = _ANSWERS[checked.answer] + checked.detail
         click.echo(f"{checked.name} [{checked.type}]{marker}: {said}")
+    for warning in growth_warnings(app.paths, config):
+        click.echo(f"WARNING {warning}")
     if failures:
         raise SystemExit(1)

@@ -102,6 +102,28 @@ def parse_rate(value: Any) -> tuple[int, float]:
     return count, parse_duration(window)
 
 
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b|b)?\s*$", re.IGNORECASE)
+_SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_SIZE_UNITS |= {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_size(value: str | int) -> int:
+    """'1GB' (10^9 bytes), '500 MB', '2GiB' (2^30) or a number of bytes, as bytes."""
+    example = "expected a size such as '1GB', '500MB' or '2GiB'"
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"{example}, got {value!r}")
+    if isinstance(value, int):
+        size = value
+    else:
+        match = _SIZE.match(value)
+        if not match:
+            raise ValueError(f"{example}, got {value!r}")
+        size = int(float(match.group(1)) * _SIZE_UNITS[(match.group(2) or "b").lower()])
+    if size <= 0:
+        raise ValueError("expected a size greater than zero")
+    return size
+
+
 class Strict(BaseModel):
     """Every table: an unknown key is an error, and a loaded config never changes."""
 

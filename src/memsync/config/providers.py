@@ -23,6 +23,7 @@ from memsync.config.fields import (
     parse_duration,
     parse_optional_duration,
     parse_rate,
+    parse_size,
     variable_name,
 )
 from memsync.config.messages import explain_error
@@ -264,6 +265,10 @@ class LangGraphLayoutConfig(Strict):
     # The item's value: {"content": text} (LangMem's manage_memory tool), or
     # {"kind": "Memory", "content": {"content": text}} (LangMem's store manager).
     value: Literal["content", "kind"] = "content"
+    # Where the items live: "one" store at path (every namespace in it), or "per-namespace":
+    # path is a root holding a store per namespace (``base/mnem_shards``), which a commit
+    # into costs what one namespace's items cost, not the whole team's.
+    stores: Literal["one", "per-namespace"] = "one"
 
     @field_validator("namespace", mode="before")
     @classmethod
@@ -292,6 +297,9 @@ class MnemConfig(ProviderBase):
     # How a memory is a node: "mem0" (ADR-0024: node mem0:{id}, the text as content) or a
     # LangGraph item ("langgraph", or a table of LangGraphLayoutConfig's keys).
     layout: Literal["mem0"] | LangGraphLayoutConfig = "mem0"
+    # How many bytes a day its stores may grow by before `check` warns (mnem keeps every
+    # commit's state: docs/configuration.md "What a layout costs on disk").
+    growth_budget: int = 10**9
 
     @field_validator("layout", mode="before")
     @classmethod
@@ -321,6 +329,9 @@ class MnemConfig(ProviderBase):
 
     _busy_timeout = field_validator("busy_timeout", mode="before")(
         classmethod(lambda cls, v: parse_duration(v))
+    )
+    _growth_budget = field_validator("growth_budget", mode="before")(
+        classmethod(lambda cls, v: parse_size(v))
     )
 
 

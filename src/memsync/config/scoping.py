@@ -48,6 +48,19 @@ def scoped_in_store(entry: Any) -> bool:
     return namespace is not None and bool(namespace_keys(namespace))
 
 
+def sharded(entry: Any) -> bool:
+    """A mnem provider whose path is a root holding a store per namespace
+    (``layout.stores = "per-namespace"``, ``base/mnem_shards``)."""
+    layout = getattr(entry, "layout", None) if getattr(entry, "type", None) == "mnem" else None
+    return getattr(layout, "stores", "one") == "per-namespace"
+
+
+def store_per_scope(entry: Any) -> bool:
+    """A mnem provider with a store per scope: a path template, or a sharded root whose
+    namespace names scope keys."""
+    return is_template(entry) or (sharded(entry) and scoped_in_store(entry))
+
+
 def scoped_config_keys(providers: Mapping[str, Any]) -> tuple[str, ...]:
     """The wildcard keys of a config's scopes; () when no provider has a wildcard."""
     for entry in providers.values():
@@ -62,6 +75,13 @@ def check_scoped_config(providers: Mapping[str, Any]) -> None:
 
     Raises ValueError (the config's validation turns it into one line naming the key).
     """
+    for name, entry in providers.items():
+        if sharded(entry) and is_template(entry):
+            raise ValueError(
+                f'providers.{name}.path: with stores = "per-namespace" the path is the one '
+                "root holding a store per namespace; name the scope keys in layout.namespace, "
+                "not in path"
+            )
     wild = {name: wildcard_keys(entry) for name, entry in providers.items()}
     wild = {name: keys for name, keys in wild.items() if keys}
     templates = {

@@ -26,7 +26,7 @@ from memsync.base.pmm import Format, Header, Rejected, open_pmm, write_pmm_file,
 from memsync.base.records import Outgoing, Record, Skipped, utc_now_iso
 from memsync.base.sameness import same_key
 from memsync.config import Config
-from memsync.config.scoping import is_template, wildcard_keys
+from memsync.config.scoping import store_per_scope, wildcard_keys
 from memsync.engine.journal import records_at
 from memsync.orchestration.scopes.binding import binding_by_pmm_key
 from memsync.providers import build_provider
@@ -166,7 +166,7 @@ def import_into(
     options: dict[str, Any] = dict(
         strategy=strategy, dry_run=dry_run, max_content_bytes=max_content_bytes, progress=progress
     )
-    if not (wildcard_keys(entry) or is_template(entry)):
+    if not (wildcard_keys(entry) or store_per_scope(entry)):
         with base:
             return import_file(path, base, **options)
     try:  # the scopes' copies share what the base opens on their behalf (an HTTP client)

@@ -18,6 +18,7 @@ from memsync.config import Config
 from memsync.config.scoping import scoped_config_keys
 from memsync.engine.from_config import build_engine
 from memsync.engine.report import CycleReport, ProviderOutcome, ProviderState, SyncOptions
+from memsync.orchestration.disk import sample_disk
 from memsync.orchestration.scopes.cycle import run_scoped_cycle
 from memsync.providers import Provider, build_provider
 from memsync.providers.held import HeldStores
@@ -99,6 +100,8 @@ def run_sync(
                 report = engine.run_cycle(options)
                 if observer is not None:
                     observer.scope_done(None, report)
+            if not options.dry_run:
+                sample_disk(store, config)  # what memsync's commits cost (orchestration/disk)
     finally:
         lock.release()
     for name, reason in broken.items():

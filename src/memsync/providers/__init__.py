@@ -3,8 +3,9 @@
 The module a type's ``build`` lives in may also say, from the config entry alone, what the
 daemon can do for it before anything is built: ``watched_files(name, entry, keys)``, the local
 files its store lives in (``watched.py``), ``change_probe(name, entry)``, how one cheap
-request says which scopes changed (``change_probe.py``), and ``pushed_changes(name, entry)``,
-the changes its store pushes to a URL (``pushed.py``). This registry is the one place that
+request says which scopes changed (``change_probe.py``), ``pushed_changes(name, entry)``,
+the changes its store pushes to a URL (``pushed.py``), and ``disk_use(name, entry)``, what its
+store files take on disk (``disk.py``). This registry is the one place that
 looks a type up; everything above it asks through these functions or the ``Provider``.
 """
 
@@ -21,6 +22,7 @@ from memsync.base.exclude import Exclusion
 from memsync.config import Config, ProviderConfig
 from memsync.providers.base import Provider
 from memsync.providers.change_probe import ProbeMaker
+from memsync.providers.disk import DiskUse
 from memsync.providers.held import HeldStores
 from memsync.providers.pushed import PushMaker
 from memsync.providers.watched import WatchedFiles
@@ -133,6 +135,14 @@ def pushed_changes(name: str, entry: ProviderConfig) -> PushMaker | None:
     return maker
 
 
+def disk_use(name: str, entry: ProviderConfig) -> DiskUse | None:
+    """What provider NAME's local store files take on disk now (``disk_use`` beside its
+    build); None for a type that keeps no store files of its own to measure."""
+    hook = _hook(name, entry, "disk_use")
+    found: DiskUse | None = None if hook is None else hook(name, entry)
+    return found
+
+
 def check_for_daemon(config: Config) -> None:
     """Each type's refusal (a ConfigError) of what would stop a long-running daemon, asked at
     its start and before a reload: ``check_for_daemon(name, entry, config)`` beside its build."""
@@ -148,6 +158,7 @@ __all__ = [
     "build_provider",
     "change_probe",
     "check_for_daemon",
+    "disk_use",
     "not_served",
     "pushed_changes",
     "watched_files",

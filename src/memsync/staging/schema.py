@@ -475,6 +475,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX runs_with_discovery ON runs (id) WHERE discovery IS NOT NULL;
         """,
     ),
+    Migration(
+        12,
+        "store sizes: what each mnem provider's stores take on disk, sampled as cycles end",
+        """
+        -- mnem keeps every commit's state: a store grows with every commit. Sampled at most
+        -- once a minute per provider, kept for two days, for the growth rate status shows.
+        CREATE TABLE store_sizes (
+            provider TEXT NOT NULL,
+            at TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            stores INTEGER NOT NULL,
+            PRIMARY KEY (provider, at)
+        ) WITHOUT ROWID;
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

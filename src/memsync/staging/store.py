@@ -38,6 +38,7 @@ from memsync.staging.runs import Runs
 from memsync.staging.schema import LATEST, MIGRATIONS
 from memsync.staging.status_counts import StatusCounts
 from memsync.staging.store_commits import StoreCommits
+from memsync.staging.store_sizes import StoreSizes
 from memsync.staging.verify_results import VerifyResults
 from memsync.staging.webhooks import Webhooks
 from memsync.staging.write_backs import WriteBacks
@@ -86,6 +87,7 @@ class StagingStore:
         self.store_commits = StoreCommits(conn)
         self.write_backs = WriteBacks(conn)
         self.webhooks = Webhooks(conn)
+        self.store_sizes = StoreSizes(conn)
 
     @functools.cached_property
     def db(self) -> sqlite_utils.Database:

@@ -19,6 +19,7 @@ from memsync.config.scoping import (
     is_template,
     scoped_config_keys,
     scoped_in_store,
+    store_per_scope,
     wildcard_keys,
 )
 from memsync.engine.journal import log_entries
@@ -281,7 +282,7 @@ class IncompleteDiscovery(MemsyncError):
 def refuse_unscoped(config: Config, name: str, command: str) -> None:
     """A command that works on one scope cannot take a wildcard provider or a store template."""
     entry = config.provider(name)
-    if wildcard_keys(entry) or is_template(entry):
+    if wildcard_keys(entry) or store_per_scope(entry):
         keys = ", ".join(scoped_config_keys(config.providers))
         raise MemsyncError(
             f"providers.{name} is synced per scope ({keys}"

@@ -22,6 +22,7 @@ from memsync.base.errors import MemsyncError
 from memsync.base.paths import Paths
 from memsync.orchestration.serve.client import StoreClient
 from memsync.orchestration.serve.ops import LOG_LIMIT
+from memsync.orchestration.serve.sharded import ShardedClient, store_client
 from memsync.orchestration.serve.wire import ServeError
 
 INSTRUCTIONS = (
@@ -61,7 +62,7 @@ def build_server(
     mnem-mcp's order, then memsync's PMM tools, the resources, and with ``all`` the harness
     tools)."""
     mcp = MCPServer("mnem", instructions=INSTRUCTIONS)
-    client = StoreClient(resolve_store_path(store_path), client="memsync mcp", paths=paths)
+    client = store_client(resolve_store_path(store_path), client="memsync mcp", paths=paths)
 
     def guard(op: str, **args: Any) -> Any:
         try:
@@ -187,7 +188,7 @@ def _add_read_tools(mcp: MCPServer, guard: Guard) -> None:
         return answer
 
 
-def _add_portable_tools(mcp: MCPServer, guard: Guard, client: StoreClient) -> None:
+def _add_portable_tools(mcp: MCPServer, guard: Guard, client: StoreClient | ShardedClient) -> None:
     """OpenMem's PMM tools, on memsync's codec and import (``portable``), the scope named as
     memsync's config names the store."""
 

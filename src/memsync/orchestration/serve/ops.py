@@ -5,19 +5,22 @@ JSON arguments and a JSON answer, on an open Store.
 same calls either there (no daemon serves the store: the Store is theirs) or in the daemon that
 holds it; one table serves both, so the answers cannot depend on where the store is held.
 Each write is one commit with the agent's author, summary and provenance (``mnem.agents``),
-exactly as mnem's clients make it.
+exactly as mnem's clients make it; one difference: a write over a memory memsync synced keeps
+memsync's note in it (``KeepingNotes``), where mnem's clients drop it and memsync would write
+it back in a second commit.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
-from mnem import InvalidRefError, MnemError, agents
+from mnem import InvalidRefError, MnemError, Provenance, agents
 
 from memsync.base.mnem_items import item_of
+from memsync.providers.mnem.kept_note import PROVENANCE_FIELDS, keeping_note
 
 Op = Callable[..., Any]
 LOG_LIMIT = 20  # mnem-mcp's default for history
@@ -25,6 +28,42 @@ LOG_LIMIT = 20  # mnem-mcp's default for history
 
 class Unknown(Exception):
     """An operation name this memsync does not know (a newer client, an older daemon)."""
+
+
+class KeepingNotes:
+    """The store as an agent's write sees it, with memsync's note kept in a rewritten node
+    (``providers/mnem/kept_note``): one commit per edit of a synced memory, not two."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def add(
+        self,
+        id: str,
+        content: Any,
+        *,
+        content_kind: str = "note",
+        provenance: Any = None,
+        event_time: int | None = None,
+    ) -> Any:
+        fields = {name: getattr(provenance, name, None) for name in PROVENANCE_FIELDS}
+        spec = None
+        if event_time is None:
+            spec = keeping_note(self._store.working_node(id), id, content, fields, content_kind)
+        if spec is None:
+            return self._store.add(
+                id, content, content_kind=content_kind, provenance=provenance, event_time=event_time
+            )
+        return self._store.add(
+            id,
+            spec.content,
+            content_kind=spec.content_kind,
+            provenance=Provenance(**spec.provenance),
+            event_time=spec.event_time,
+        )
 
 
 def remember(
@@ -40,8 +79,9 @@ def remember(
     summary: str | None = None,
     author: str = "agent",
 ) -> dict[str, Any]:
+    keeping: Any = KeepingNotes(store)
     commit = agents.remember(
-        store,
+        keeping,
         id,
         content,
         source=source,
@@ -58,7 +98,9 @@ def remember(
 def remember_many(
     store: Any, items: list[dict[str, Any]], *, summary: str | None = None, author: str = "agent"
 ) -> dict[str, Any]:
-    return {"commit": agents.remember_many(store, items, summary=summary, author=author)}
+    keeping: Any = KeepingNotes(store)
+    commit = agents.remember_many(keeping, items, summary=summary, author=author)
+    return {"commit": commit}
 
 
 def forget(
@@ -205,9 +247,21 @@ def list_namespaces(
 ) -> list[list[str]]:
     """The namespaces of working memory, as mnem-langgraph lists them (conditions are
     ``{"match_type": "prefix"|"suffix", "path": [...]}``)."""
+    namespaces = (item_of(node_id)[0] for node_id in store.working_memory())
+    return listed_namespaces(namespaces, conditions, max_depth, offset, limit)
+
+
+def listed_namespaces(
+    namespaces: Iterable[tuple[str, ...]],
+    conditions: list[dict[str, Any]] | None,
+    max_depth: int | None,
+    offset: int,
+    limit: int,
+) -> list[list[str]]:
+    """``list_namespaces``'s answer over these namespaces (one store's nodes', or a sharded
+    root's stores')."""
     seen: set[tuple[str, ...]] = set()
-    for node_id in store.working_memory():
-        namespace, _ = item_of(node_id)
+    for namespace in namespaces:
         if max_depth is not None:
             namespace = namespace[:max_depth]
         if namespace and _matches(namespace, conditions or []):

@@ -3,17 +3,20 @@ the stores it syncs, and a write there starts a cycle for that provider and scop
 
 A store that holds every scope in its namespaces (a LangGraph layout naming scope keys: one
 store for a whole team) is no one scope: an agent's write there names its scope by the node it
-wrote, so a put into ``("memories", "bob")`` starts bob's cycle, not the team's."""
+wrote, so a put into ``("memories", "bob")`` starts bob's cycle, not the team's. A root with a
+store per namespace (``stores = "per-namespace"``) is served shard by shard: each shard is the
+place of the scope its namespace names."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from memsync.base.mnem_items import namespace_keys, place_in_namespace
+from memsync.base.mnem_items import namespace_keys, place_in_namespace, place_of_namespace
+from memsync.base.mnem_shards import namespace_of_shard
 from memsync.base.scopes import Scope
 from memsync.config import Config, MnemConfig
-from memsync.config.scoping import is_template
+from memsync.config.scoping import is_template, sharded
 from memsync.providers.mnem.watched import MnemTemplate
 from memsync.providers.watched import Hint
 
@@ -29,6 +32,7 @@ class Place:
     busy_timeout: float
     namespace: tuple[str, ...] | None = None  # a store holding many scopes: its template
     branch: str | None = None  # the branch the provider syncs (its batches' notes name it)
+    outside: bool = False  # a shard whose namespace is no scope's: memsync syncs nothing in it
 
     @property
     def hint(self) -> Hint:
@@ -38,6 +42,8 @@ class Place:
         """The scopes a write of NODE_IDS changed: on a store holding many scopes, the scopes
         of the namespaces the nodes are in (a node outside every one is not memsync's: none);
         otherwise, or when the write names no node (a branch, a merge), the store's hint."""
+        if self.outside:
+            return set()
         if self.namespace is None or not node_ids:
             return {self.hint}
         hints = set()
@@ -85,12 +91,40 @@ def place_of(config: Config, root: Path) -> Place | None:
                         branch=entry.branch,
                     )
             continue
+        if sharded(entry):
+            place = _shard_place(name, entry, root)
+            if place is not None:
+                return place
+            continue
         if Path(entry.path).expanduser().resolve() == root:
             key = entry.scope_key or root.name
             return Place(
                 root, name, None, key, entry.busy_timeout, _many_scopes(entry), entry.branch
             )
     return None
+
+
+def _shard_place(name: str, entry: MnemConfig, root: Path) -> Place | None:
+    """The place of ROOT when it is a shard of ENTRY's sharded root: the scope its namespace
+    names, or no scope (``outside``) for a namespace the layout does not name."""
+    if root.parent != Path(entry.path).expanduser().resolve():
+        return None
+    namespace = namespace_of_shard(root.name)
+    if namespace is None or isinstance(entry.layout, str):
+        return None
+    segments = namespace.split(":") if namespace else []
+    values = place_of_namespace(entry.layout.namespace, segments)
+    scope = Scope.of(values) if values else None
+    key = entry.scope_key or (scope.pmm_key if scope is not None else root.name)
+    return Place(
+        root,
+        name,
+        scope,
+        key,
+        entry.busy_timeout,
+        branch=entry.branch,
+        outside=values is None,
+    )
 
 
 def _many_scopes(entry: MnemConfig) -> tuple[str, ...] | None:

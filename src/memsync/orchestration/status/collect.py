@@ -1,6 +1,7 @@
 """The status report as plain data (`status --json`), from the config, the locks and staging.
 
-Config, daemon, providers, outbox, conflicts, backups and cutover readiness.
+Config, daemon, providers, outbox, conflicts, backups, cutover readiness, and what the stores
+take on disk (``disk``: bytes and growth a day, per provider with store files).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from memsync.base.records import is_expired
 from memsync.base.scopes import Scope, split_scoped_name
 from memsync.config import Config, load_config
 from memsync.orchestration.backups import newest_backups
+from memsync.orchestration.disk import disk_growth
 from memsync.orchestration.scopes.report import discovery_line, incomplete_discoveries
 from memsync.orchestration.scopes.views import ScopeFold, fold_scopes, only_scope
 from memsync.orchestration.status.cutover import NO_OUTBOX, cutover_readiness, verify_summary
@@ -73,6 +75,7 @@ def collect_status(paths: Paths, *, fold: bool = False) -> dict[str, Any]:
             "outbox": dict(NO_OUTBOX),
         }
     folds = _Folds(configured if fold else ())
+    report["disk"] = {}  # per provider with store files: bytes on disk, growth a day
     if paths.database.exists():
         try:
             with StagingStore.open(paths.database, create=False, reading=True) as store:
@@ -80,12 +83,19 @@ def collect_status(paths: Paths, *, fold: bool = False) -> dict[str, Any]:
                 if config is not None:
                     report["cutover"] = cutover_readiness(store, config)
                     report["verify"] = verify_summary(report["cutover"], config)
+                    report["disk"] = _disk(store, config)
         except MemsyncError as exc:
             report["database"]["error"] = str(exc)
+    elif config is not None:
+        report["disk"] = _disk(None, config)
     if fold:
         folds.into(report)
         fold_scopes(report)  # scopes of providers the config no longer names
     return report
+
+
+def _disk(store: StagingStore | None, config: Config) -> dict[str, Any]:
+    return {name: growth.as_dict() for name, growth in disk_growth(store, config).items()}
 
 
 def status_report(paths: Paths, scope: Scope | None = None) -> dict[str, Any]:

@@ -68,6 +68,11 @@ def render_status(report: dict[str, Any]) -> None:
             stdout.print(f"[yellow]WARNING {escape(hooks['line'])}[/yellow]")
         elif hooks:
             stdout.print(hooks["line"], markup=False)
+    for _name, disk in sorted(report.get("disk", {}).items()):
+        if disk.get("warning"):
+            stdout.print(f"[yellow]WARNING {escape(disk['warning'])}[/yellow]")
+        else:
+            stdout.print(disk["line"], markup=False)
     for _name, found in sorted(report.get("discovery", {}).items()):
         if found.get("warning"):
             stdout.print(f"[yellow]WARNING {escape(found['warning'])}[/yellow]")

@@ -42,7 +42,8 @@ from memsync.base.errors import MemsyncError
 from memsync.base.paths import Paths
 from memsync.base.records import parse_instant
 from memsync.base.scopes import split_scoped_name
-from memsync.config import load_config
+from memsync.config import Config, load_config
+from memsync.orchestration.disk import Growth, disk_growth
 from memsync.staging import StagingStore
 from memsync.staging.webhooks import Registration
 
@@ -165,8 +166,10 @@ class StagingGauges(Collector):
             "memsync_staging_up", "1 if the staging database could be read for this scrape."
         )
         try:
-            per_scope, configured = self._config()
-            families = list(self._read(per_scope, configured))
+            config = self._config()
+            per_scope = config.metrics.per_scope if config is not None else False
+            configured = list(config.providers) if config is not None else []
+            families = list(self._read(per_scope, configured, config))
         except (MemsyncError, sqlite3.Error) as exc:
             log.debug("metrics: staging not read: %s", exc)
             up.add_metric([], 0)
@@ -176,21 +179,23 @@ class StagingGauges(Collector):
         yield up
         yield from families
 
-    def _config(self) -> tuple[bool, list[str]]:
-        """[metrics] per_scope and the configured names, read afresh as the page does."""
+    def _config(self) -> Config | None:
+        """The config, read afresh as the page does (None: unreadable)."""
         try:
-            config = load_config(self.paths.config_file)
+            return load_config(self.paths.config_file)
         except MemsyncError:
-            return False, []
-        return config.metrics.per_scope, list(config.providers)
+            return None
 
-    def _read(self, per_scope: bool, configured: Iterable[str]) -> Iterator[Metric]:
+    def _read(
+        self, per_scope: bool, configured: Iterable[str], config: Config | None
+    ) -> Iterator[Metric]:
         with StagingStore.open(self.paths.database, create=False, reading=True) as store:
             outbox_rows = store.status_counts.outbox_needing_work()
             open_conflicts = store.conflicts.count_open()
             last_cycles = store.providers.last_cycles()
             discovered = store.runs.latest_discovery()
             webhooks = store.webhooks.all()
+            growth = disk_growth(store, config) if config is not None else {}
         outbox: dict[tuple[str, str, str], int] = {
             (name, state, ""): 0 for name in configured for state in OUTBOX_STATES
         }
@@ -230,6 +235,34 @@ class StagingGauges(Collector):
         yield success
         yield from _discovery(discovered, set(configured))
         yield from _webhooks([w for w in webhooks if w.provider in set(configured)])
+        yield from _disk(growth)
+
+
+def _disk(growth: dict[str, Growth]) -> Iterator[Metric]:
+    """What each provider's stores take on disk, and how fast they grow (``disk``)."""
+    on_disk = GaugeMetricFamily(
+        "memsync_store_disk_bytes",
+        "Bytes a provider's stores take on disk now (allocated blocks of every mnem store it "
+        "names: one store, a template's, or a sharded root's).",
+        labels=["provider"],
+    )
+    stores = GaugeMetricFamily(
+        "memsync_store_disk_stores", "How many stores those bytes are in.", labels=["provider"]
+    )
+    rate = GaugeMetricFamily(
+        "memsync_store_growth_bytes_per_day",
+        "How fast those stores grow, per day, from the samples of the last day (absent until "
+        "a minute of cycles measured it); `check` warns past the provider's growth_budget.",
+        labels=["provider"],
+    )
+    for name, found in sorted(growth.items()):
+        on_disk.add_metric([name], found.bytes)
+        stores.add_metric([name], found.stores)
+        if found.per_day is not None:
+            rate.add_metric([name], found.per_day)
+    yield on_disk
+    yield stores
+    yield rate
 
 
 def _discovery(found: tuple[int, str | None, str] | None, configured: set[str]) -> Iterator[Metric]:

@@ -1,5 +1,6 @@
 """The mnem provider a config entry describes: one store, a store per scope (a path template),
-or one store with a namespace per scope (a LangGraph layout naming scope keys).
+one store with a namespace per scope (a LangGraph layout naming scope keys), or a root with a
+store per namespace (``stores = "per-namespace"``, ``sharded.py``).
 
 ``build`` makes the provider, and for the last two gives it how it serves the run over scopes
 (``MnemProvider.per_scope``): a template binds a scope to that scope's own store, made on
@@ -11,6 +12,7 @@ files the daemon watches for it (``watched.py``).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from memsync.base.errors import ProviderUnavailable
 from memsync.base.scopes import (
@@ -22,16 +24,19 @@ from memsync.base.scopes import (
     template_root,
 )
 from memsync.config import Config, MnemConfig
-from memsync.config.scoping import is_template, scoped_in_store
+from memsync.config.scoping import is_template, scoped_in_store, sharded
 from memsync.providers.base import Provider
 from memsync.providers.discovery import Discovery
+from memsync.providers.disk import DiskUse
 from memsync.providers.held import HeldStores
-from memsync.providers.mnem.layouts import layout_from_config
+from memsync.providers.mnem.disk import disk_use as store_disk_use
+from memsync.providers.mnem.layouts import LangGraphLayout, layout_from_config
 from memsync.providers.mnem.on_demand import OnDemandMnemProvider
 from memsync.providers.mnem.opening import load_sdk
 from memsync.providers.mnem.provider import MnemProvider
+from memsync.providers.mnem.sharded import ShardedRoot, ShardPerNamespace, ShardProvider
 from memsync.providers.mnem.shared import ScopeInStore, SharedStore
-from memsync.providers.mnem.watched import MnemStore, MnemTemplate
+from memsync.providers.mnem.watched import MnemShards, MnemStore, MnemTemplate
 from memsync.providers.watched import WatchedFiles
 
 
@@ -110,6 +115,8 @@ def build(
         raise ProviderUnavailable(f"providers.{name}: {exc}") from None
     provider: MnemProvider
     scope_key = entry.scope_key or config_scope_key(config)
+    if sharded(entry):
+        return _sharded(name, entry, sdk, scope_key, held)
     if entry.create:
         provider = OnDemandMnemProvider(
             name,
@@ -140,6 +147,40 @@ def build(
     return provider
 
 
+def _sharded(
+    name: str,
+    entry: MnemConfig,
+    sdk: Any,
+    scope_key: str | None,
+    held: HeldStores | None,
+) -> MnemProvider:
+    """A root holding a store per namespace: a shard per scope, or, for a namespace written
+    literally (one scope), that namespace's shard alone."""
+    layout = layout_from_config(entry.layout)
+    assert isinstance(layout, LangGraphLayout)
+    if layout.namespace is not None:
+        shard = ShardProvider(
+            name,
+            Path(entry.path),
+            layout.namespace,
+            create=entry.create,
+            config_name=name,
+            branch=entry.branch,
+            scope_key=scope_key,
+            busy_timeout=entry.busy_timeout,
+            sdk=sdk,
+            held=held,
+        )
+        shard.layout = layout
+        return shard
+    root = ShardedRoot(
+        name, entry.path, branch=entry.branch, busy_timeout=entry.busy_timeout, sdk=sdk, held=held
+    )
+    root.layout = layout
+    root.per_scope = ShardPerNamespace(root, entry)
+    return root
+
+
 def config_scope_key(config: Config) -> str | None:
     """The scope a store of a single-scope config holds: the one its Mem0 providers name (a
     user id, else agent, app or run id), so that its memories carry that scope's key (a PMM
@@ -163,7 +204,23 @@ def watched_files(
     (``held``: the daemon's held stores, which a look into a store borrows it from)."""
     if is_template(entry):
         return MnemTemplate(name, Path(entry.path), held)
+    if sharded(entry):
+        layout = layout_from_config(entry.layout)
+        assert isinstance(layout, LangGraphLayout)
+        return MnemShards(name, Path(entry.path), layout.template, held)
     return MnemStore(name, Path(entry.path), held)
 
 
-__all__ = ["NamespacePerScope", "StorePerScope", "build", "config_scope_key", "watched_files"]
+def disk_use(name: str, entry: MnemConfig) -> DiskUse:
+    """What its stores take on disk now (``disk.py``): read from the files, nothing opened."""
+    return store_disk_use(entry)
+
+
+__all__ = [
+    "NamespacePerScope",
+    "StorePerScope",
+    "build",
+    "config_scope_key",
+    "disk_use",
+    "watched_files",
+]

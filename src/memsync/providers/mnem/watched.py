@@ -1,6 +1,6 @@
 """mnem stores, as the daemon's watcher sees them (``providers/watched.py``): a store at a fixed
-path, or every per-scope store under a template's root, stores made after the daemon started
-included.
+path, every per-scope store under a template's root, or every shard of a root with a store per
+namespace, stores made after the daemon started included.
 
 mnem rewrites its store file whenever a handle is dropped, even one that only read (a
 ``verify``, a backup, an agent that looked and left): its time changes, its bytes do not. So a
@@ -16,6 +16,8 @@ import re
 from pathlib import Path
 
 from memsync.base.errors import MemsyncError
+from memsync.base.mnem_items import fill_namespace, namespace_id, place_of_namespace
+from memsync.base.mnem_shards import ShardNameError, namespace_of_shard, shard_name
 from memsync.base.scopes import HostileScope, Scope, fill_template, template_keys, template_root
 from memsync.providers.held import HeldStores
 from memsync.providers.mnem.provider import MnemProvider
@@ -112,6 +114,53 @@ class MnemTemplate(WatchedFiles):
             return None
 
 
+class MnemShards(WatchedFiles):
+    """Every shard of a root with a store per namespace (``stores = "per-namespace"``), watched
+    from the root, so that a shard made after the daemon started is watched at once. A shard
+    whose namespace is no scope's (an agent's ``("scratch",)``) gives no hint."""
+
+    def __init__(
+        self,
+        provider: str,
+        root: Path,
+        template: tuple[str, ...],
+        held: HeldStores | None = None,
+    ) -> None:
+        super().__init__(provider, root.expanduser())
+        self.template = template
+        self.held = held
+
+    def hint_for(self, path: Path) -> Hint | None:
+        try:
+            parts = path.relative_to(self.root).parts
+        except ValueError:
+            return None
+        if len(parts) < 2 or parts[1] != ".mnem":
+            return None
+        namespace = namespace_of_shard(parts[0])
+        if namespace is None:
+            return None
+        values = place_of_namespace(self.template, namespace.split(":") if namespace else [])
+        return Hint(self.provider, Scope.of(values)) if values else None
+
+    def signature(self, scope: Scope | None) -> Signature:
+        path = self._store_of(scope)
+        return None if path is None else content_signature(path)
+
+    def settled(self, scope: Scope | None, token: str) -> Signature:
+        path = self._store_of(scope)
+        return None if path is None else mnem_settled(path, token, self.held)
+
+    def _store_of(self, scope: Scope | None) -> Path | None:
+        if scope is None:
+            return None
+        try:
+            namespace = fill_namespace(self.template, scope, provider=self.provider)
+            return self.root / shard_name(namespace_id(namespace))
+        except (HostileScope, ShardNameError):
+            return None
+
+
 def _template_pattern(template: Path) -> re.Pattern[str]:
     """A regex matching the store paths a template names, one path segment per placeholder."""
     pattern = ""
@@ -124,4 +173,4 @@ def _template_pattern(template: Path) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-__all__ = ["MnemStore", "MnemTemplate", "content_signature", "mnem_settled"]
+__all__ = ["MnemShards", "MnemStore", "MnemTemplate", "content_signature", "mnem_settled"]

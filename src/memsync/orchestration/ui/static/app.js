@@ -139,6 +139,9 @@ function statusBanners(report) {
       `than memsync saw there (restored from a backup? writes lost?). Nothing was copied; settle ${count === 1 ? "it" : "them"} on the Conflicts page ` +
       `or with \`memsync resolve --rolled-back ${name} --keep NAME\`.`));
   }
+  for (const [, disk] of Object.entries(report.disk || {})) {  // a layout growing past its budget
+    if (disk.warning) list.push(banner("warn", disk.warning));
+  }
   const failing = ((report.verify || {}).pairs || []).filter(p => p.failing);
   if (failing.length) {
     list.push(banner("error", `Verify: ${failing.length} linked pair${failing.length === 1 ? " does" : "s do"} not hold the same memories: ` +
@@ -162,6 +165,19 @@ function stateBadge(state) {
     h("span", { class: `badge ${tone}`, "data-testid": "state" }, label),
     state.since ? h("span", { class: "reason" }, `busy since ${when(state.since)}`) : null,
     why ? h("span", { class: "reason" }, why) : null);
+}
+
+function diskText(disk) {  // what the provider's stores take on disk, and their growth a day
+  const where = `${size(disk.bytes)} on disk in ${disk.stores} store${disk.stores === 1 ? "" : "s"}`;
+  if (disk.per_day === null || disk.per_day === undefined) return `${where}, growth not measured yet`;
+  return `${where}, +${size(Math.max(disk.per_day, 0))} a day`;
+}
+
+function size(n) {  // decimal units, as `status` and growth_budget say them
+  for (const [unit, scale] of [["TB", 1e12], ["GB", 1e9], ["MB", 1e6], ["KB", 1e3]]) {
+    if (Math.abs(n) >= scale) return `${(n / scale).toFixed(1)} ${unit}`;
+  }
+  return `${Math.round(n)} B`;
 }
 
 function outboxCell(outbox) {
@@ -214,7 +230,9 @@ async function overview() {
           name === report.config.active ? h("span", { class: "tag" }, "active") : null,
           report.config.ok && p.configured === false ? h("span", { class: "tag" }, "not in config") : null,
           h("div", { class: "muted small" }, [p.type, p.direction].filter(Boolean).join(" · ")),
-          p.webhooks ? h("div", { class: "muted small", "data-testid": "webhooks" }, p.webhooks.line) : null] : ""),
+          p.webhooks ? h("div", { class: "muted small", "data-testid": "webhooks" }, p.webhooks.line) : null,
+          (report.disk || {})[name] ? h("div", { class: "muted small", "data-testid": "disk" },
+            diskText((report.disk || {})[name])) : null] : ""),
         h("td", { class: "mono" }, scope === null ? h("span", { class: "muted" }, "none needs attention")
           : scope || h("span", { class: "muted" }, "(default)")),
         h("td", { class: "num", "data-testid": "mirrored" }, scope === null ? "" : count,
