@@ -249,6 +249,14 @@ class ScopeInStore(MnemProvider):
     def first_dates(self, provider_ids: list[str]) -> dict[str, str]:
         return {} if self.shared.absent else self.shared.dates.created_at(provider_ids)
 
+    def history_refusal(self) -> str:
+        """One chain of commits holds every scope's namespace here: a history begun by the
+        first scope's cycle would leave the others' pasts after it, out of time order."""
+        return (
+            "the store holds every scope, a namespace each; a history begins a store of one "
+            "scope (a path template, or one store per namespace)"
+        )
+
     def get(self, provider_id: str) -> Record | None:
         if self.shared.absent or not self.layout.holds(provider_id):
             return None
