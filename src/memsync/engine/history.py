@@ -61,6 +61,15 @@ def begin_with_history(
         scope=scope,
         scope_key=source.scope_key(),
     )
+    if not any(read.events.get(record.id) for record in [*records, *gone]):
+        report = HistoryReport(
+            read.source,
+            not_imported="its history holds none of these memories (written behind Mem0's "
+            "API, or a history that was reset): the store begins with their current state",
+            requests=read.requests,
+        )
+        report.reasons = dict(timeline.reasons)
+        return report
     report = target.import_history(timeline, budget=budget, dry_run=dry_run)
     for line in report.lines():
         log.info("%s -> %s: %s", source.name, target.name, line.strip())

@@ -27,8 +27,9 @@ which errs towards coarser windows.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final
@@ -109,28 +110,50 @@ def baseline_size(head_costs: Sequence[int], extra_commits: int = 0) -> int:
     return FLOOR + sum(head_costs) + PER_NODE * states
 
 
-def window_label(name: str) -> Callable[[int], tuple[int, str]]:
-    """The window an instant falls in, as (sortable key, label), for a rung of the ladder."""
+@functools.lru_cache(maxsize=4096)
+def _month_of_day(day: int) -> tuple[int, int]:
+    when = datetime.fromtimestamp(day * 86_400, UTC)
+    return when.year, when.month
 
-    def of(at_ms: int) -> tuple[int, str]:
-        if name == "event":
-            return at_ms, iso_of(at_ms)
-        if name == "hour":
-            return at_ms // _HOUR, iso_of(at_ms // _HOUR * _HOUR)[:13]
-        if name == "day":
-            return at_ms // _DAY, iso_of(at_ms // _DAY * _DAY)[:10]
-        when = datetime.fromtimestamp(at_ms / 1000, UTC)
-        if name == "week":
-            year, week, _ = when.isocalendar()
-            return (at_ms // _DAY + 3) // 7, f"{year}-W{week:02d}"
-        if name == "month":
-            return when.year * 12 + when.month - 1, f"{when.year}-{when.month:02d}"
-        if name == "quarter":
-            quarter = (when.month - 1) // 3
-            return when.year * 4 + quarter, f"{when.year}-Q{quarter + 1}"
-        return when.year, str(when.year)
 
-    return of
+def window_key(name: str) -> Callable[[int], int]:
+    """The window an instant falls in on one rung of the ladder, as a sortable number."""
+    if name == "event":
+        return lambda at_ms: at_ms
+    if name == "hour":
+        return lambda at_ms: at_ms // _HOUR
+    if name == "day":
+        return lambda at_ms: at_ms // _DAY
+    if name == "week":  # ISO weeks, Monday first (1970-01-01 was a Thursday)
+        return lambda at_ms: (at_ms // _DAY + 3) // 7
+    if name == "month":
+        return lambda at_ms: _months(_month_of_day(at_ms // _DAY))
+    if name == "quarter":
+        return lambda at_ms: _months(_month_of_day(at_ms // _DAY)) // 3
+    return lambda at_ms: _month_of_day(at_ms // _DAY)[0]
+
+
+def _months(year_month: tuple[int, int]) -> int:
+    return year_month[0] * 12 + year_month[1] - 1
+
+
+def window_label(name: str, at_ms: int) -> str:
+    """How a window is named in commit messages ("2025-03", "2025-W11", "2025-Q1")."""
+    when = datetime.fromtimestamp(at_ms / 1000, UTC)
+    if name == "event":
+        return iso_of(at_ms)
+    if name == "hour":
+        return iso_of(at_ms // _HOUR * _HOUR)[:13]
+    if name == "day":
+        return iso_of(at_ms // _DAY * _DAY)[:10]
+    if name == "week":
+        year, week, _ = when.isocalendar()
+        return f"{year}-W{week:02d}"
+    if name == "month":
+        return f"{when.year}-{when.month:02d}"
+    if name == "quarter":
+        return f"{when.year}-Q{(when.month - 1) // 3 + 1}"
+    return str(when.year)
 
 
 def plan_history(
@@ -143,95 +166,127 @@ def plan_history(
     """The finest grouping of STEPS whose store fits BUDGET times the store without history
     (whose HEAD_COSTS are the bytes of each node written at head). EXTRA_COMMITS: commits both
     imports make after the last version (expiry tombstones), each the size of the head state."""
-    baseline = baseline_size(head_costs, extra_commits)
-    limit = budget * baseline
+    model = _Model(steps, baseline_size(head_costs, extra_commits), extra_commits, len(head_costs))
+    limit = budget * model.baseline
     for name in LADDER:
-        plan = _grouped(steps, name, None, baseline, extra_commits, len(head_costs))
-        if plan.predicted <= limit:
+        plan = model.grouped(name, None, limit)
+        if plan is not None:
             return plan
-    widest = max(_layers_needed(steps, "year"), 1)
-    low, high = 1, widest  # the largest cap that fits, by bisection (size grows with the cap)
-    best = _grouped(steps, "year", 1, baseline, extra_commits, len(head_costs))
+    widest = max(_layers_needed(model, "year"), 1)
+    best = model.grouped("year", 1, None)
+    assert best is not None
     if best.predicted > limit:
         best.within_budget = False
         return best
+    low, high = 1, widest  # the largest cap that fits, by bisection (size grows with the cap)
     while low < high:
         middle = (low + high + 1) // 2
-        plan = _grouped(steps, "year", middle, baseline, extra_commits, len(head_costs))
-        if plan.predicted <= limit:
+        plan = model.grouped("year", middle, limit)
+        if plan is not None:
             low, best = middle, plan
         else:
             high = middle - 1
     return best
 
 
-def _layers_needed(steps: Sequence[Step], name: str) -> int:
-    window = window_label(name)
-    counts = Counter((window(step.at_ms)[0], step.key) for step in steps)
+def _layers_needed(model: _Model, name: str) -> int:
+    key = window_key(name)
+    counts = Counter((key(model.steps[i].at_ms), model.steps[i].key) for i in model.order)
     return max(counts.values(), default=0)
 
 
-def _grouped(
-    steps: Sequence[Step],
-    name: str,
-    cap: int | None,
-    baseline: int,
-    extra_commits: int,
-    head_nodes: int,
-) -> Plan:
-    """The commits of one rung of the ladder (layers capped at CAP), with their size."""
-    window = window_label(name)
-    windows: dict[int, tuple[str, dict[str, list[int]]]] = {}
-    for index in sorted(range(len(steps)), key=lambda i: (steps[i].at_ms, i)):
-        key, label = window(steps[index].at_ms)
-        windows.setdefault(key, (label, {}))[1].setdefault(steps[index].key, []).append(index)
-    plan = Plan(name, cap, [], 0, baseline)
-    present: set[str] = set()
-    states = 0
-    previous = -1
-    for key in sorted(windows):
-        label, by_node = windows[key]
+class _Model:
+    """The steps in time order, and the size of any grouping of them (``grouped``). Planning
+    100k memories' year tries several rungs over 165k steps: the loops read plain lists."""
+
+    def __init__(
+        self, steps: Sequence[Step], baseline: int, extra_commits: int, head_nodes: int
+    ) -> None:
+        self.steps = steps
+        self.order = sorted(range(len(steps)), key=lambda i: (steps[i].at_ms, i))
+        self.at = [step.at_ms for step in steps]
+        self.key = [step.key for step in steps]
+        self.cost = [step.cost for step in steps]
+        self.present = [step.present for step in steps]
+        self.baseline = baseline
+        self.extra_states = extra_commits * head_nodes
+
+    def grouped(self, name: str, cap: int | None, limit: float | None) -> Plan | None:
+        """The commits of one rung (layers capped at CAP), or None once they pass LIMIT."""
+        plan = Plan(name, cap, [], 0, self.baseline)
+        present: set[str] = set()
+        states = self.extra_states
+        written = FLOOR
+        previous = -1
+        for window in self._windows(window_key(name)):
+            label = window_label(name, self.at[window[0]])
+            for members in self._layers(window, cap, plan.folded):
+                kept = [i for i in members if self.present[i] or self.key[i] in present]
+                if not kept:
+                    continue  # a node added and folded away within the window: nothing left
+                previous = max(previous + 1, max(self.at[i] for i in kept))
+                commit = Commit(previous, kept, label)
+                self._apply(commit, present)
+                states += len(present)
+                written += sum(self.cost[i] for i in kept)
+                plan.commits.append(commit)
+                if limit is not None and written + PER_NODE * states > limit:
+                    return None
+        plan.predicted = written + PER_NODE * states
+        return plan
+
+    def _windows(self, key: Callable[[int], int]) -> Iterator[list[int]]:
+        """The step indexes of each window, in time order."""
+        current: list[int] = []
+        current_key: int | None = None
+        at = self.at
+        for index in self.order:
+            found = key(at[index])
+            if found != current_key and current:
+                yield current
+                current = []
+            current_key = found
+            current.append(index)
+        if current:
+            yield current
+
+    def _layers(self, window: list[int], cap: int | None, folded: set[str]) -> list[list[int]]:
+        """A memory's k-th version in the window in its k-th layer; past CAP, its last one in
+        the last layer and the ones between folded away."""
+        by_node: dict[str, list[int]] = {}
+        keys = self.key
+        for index in window:
+            found = by_node.get(keys[index])
+            if found is None:
+                by_node[keys[index]] = [index]
+            else:
+                found.append(index)
+        if len(by_node) == len(window):
+            return [window]  # no memory twice in the window: one layer
         layers: list[list[int]] = []
         for node, indexes in by_node.items():
             if cap is not None and len(indexes) > cap:
                 indexes = [*indexes[: cap - 1], indexes[-1]]
-                plan.folded.add(node)
+                folded.add(node)
             for layer, index in enumerate(indexes):
                 if layer == len(layers):
                     layers.append([])
                 layers[layer].append(index)
-        for members in layers:
-            commit = _commit(steps, members, label, previous, present)
-            if not commit.steps:
-                continue  # a node added and folded away within the window: nothing to commit
-            previous = commit.at_ms
-            states += len(present)
-            plan.commits.append(commit)
-    written = sum(steps[i].cost for c in plan.commits for i in c.steps)
-    plan.predicted = FLOOR + written + PER_NODE * (states + extra_commits * head_nodes)
-    return plan
+        return layers
 
-
-def _commit(
-    steps: Sequence[Step], layer: list[int], label: str, previous: int, present: set[str]
-) -> Commit:
-    """One layer as a commit, applied to PRESENT (the nodes in the state so far). A removal of
-    a node the state does not hold (its add was folded away) is no step at all."""
-    kept = [i for i in layer if steps[i].present or steps[i].key in present]
-    kept.sort(key=lambda i: (steps[i].at_ms, i))
-    at_ms = max((steps[i].at_ms for i in kept), default=previous)
-    commit = Commit(max(previous + 1, at_ms), kept, label)
-    actors = set()
-    for index in kept:
-        step = steps[index]
-        actors.add(step.actor or "mem0")
-        if not step.present:
-            commit.deleted += 1
-            present.discard(step.key)
-        elif step.key in present:
-            commit.updated += 1
-        else:
-            commit.added += 1
-            present.add(step.key)
-    commit.author = actors.pop() if len(actors) == 1 else "mem0"
-    return commit
+    def _apply(self, commit: Commit, present: set[str]) -> None:
+        """COMMIT's steps applied to PRESENT (the nodes in the state so far), counted; its
+        author the one actor its steps share, else ``mem0``."""
+        actors = set()
+        for index in commit.steps:
+            key = self.key[index]
+            actors.add(self.steps[index].actor or "mem0")
+            if not self.present[index]:
+                commit.deleted += 1
+                present.discard(key)
+            elif key in present:
+                commit.updated += 1
+            else:
+                commit.added += 1
+                present.add(key)
+        commit.author = actors.pop() if len(actors) == 1 else "mem0"
