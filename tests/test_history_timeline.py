@@ -25,8 +25,16 @@ def at(day: int) -> str:
     return iso_of(T0 + day * DAY).replace("Z", "+00:00")
 
 
-def row(memory: str, event: str, old: str | None, new: str | None, created: int, when: int,
-        actor: str | None = None, role: str | None = "user") -> dict[str, Any]:  # fmt: skip
+def row(
+    memory: str,
+    event: str,
+    old: str | None,
+    new: str | None,
+    created: int,
+    when: int,
+    actor: str | None = None,
+    role: str | None = "user",
+) -> dict[str, Any]:
     return {
         "memory_id": memory,
         "old_memory": old,
@@ -145,7 +153,11 @@ def test_a_history_that_disagrees_with_the_current_text_ends_with_the_current_on
         [record("m", "changed behind the API", 1, 40)],
         read_of(row("m", "ADD", None, "a", 1, 1), row("m", "UPDATE", "a", "b", 1, 5)),
     )
-    assert texts(only(timeline)) == [(1, "a", False), (5, "b", False), (40, "changed behind the API", True)]  # fmt: skip
+    assert texts(only(timeline)) == [
+        (1, "a", False),
+        (5, "b", False),
+        (40, "changed behind the API", True),
+    ]
     assert timeline.reasons == {reasons.DISAGREES: 1}
 
 
@@ -159,7 +171,10 @@ def test_a_memory_listed_after_its_delete_is_absent_in_between() -> None:
 
 
 def test_a_deleted_memory_whose_scope_memsync_saw_is_placed_and_absent_at_the_end() -> None:
-    rows = [row("gone", "ADD", None, "works at Initech", 1, 1), row("gone", "DELETE", "works at Initech", None, 1, 60)]  # fmt: skip
+    rows = [
+        row("gone", "ADD", None, "works at Initech", 1, 1),
+        row("gone", "DELETE", "works at Initech", None, 1, 60),
+    ]
     seen = record("gone", "works at Initech", 1, 1)
     placed = build([], read_of(*rows), gone=[seen])
     assert texts(only(placed)) == [(1, "works at Initech", False), (60, None, False)]
@@ -175,14 +190,14 @@ def test_a_platform_entry_names_the_scope_of_a_deleted_memory() -> None:
             "new_memory": "a",
             "created_at": at(1),
             "user_id": "alice",
-        },  # fmt: skip
+        },
         {
             "memory_id": "gone",
             "event": "DELETE",
             "old_memory": "a",
             "created_at": at(4),
             "user_id": "alice",
-        },  # fmt: skip
+        },
     ]
     read = HistoryRead("platform")
     for seq, entry in enumerate(entries):
@@ -215,14 +230,22 @@ def test_an_event_after_the_move_is_clamped_before_it() -> None:
 
 
 def test_an_empty_text_is_no_version() -> None:
-    rows = [row("m", "ADD", None, "a", 1, 1), row("m", "UPDATE", "a", "  ", 1, 2), row("m", "UPDATE", "  ", "c", 1, 3)]  # fmt: skip
+    rows = [
+        row("m", "ADD", None, "a", 1, 1),
+        row("m", "UPDATE", "a", "  ", 1, 2),
+        row("m", "UPDATE", "  ", "c", 1, 3),
+    ]
     past = only(build([record("m", "c", 1, 3)], read_of(*rows)))
     assert [v.text for v in past.versions] == ["a", "c"] and reasons.EMPTY in past.reasons
 
 
 def test_without_a_row_order_events_are_ordered_by_time_then_add_edit_delete() -> None:
     """A PostgreSQL table or a route has no insertion order: time decides, ties by kind."""
-    rows = [row("m", "DELETE", "b", None, 1, 5), row("m", "UPDATE", "a", "b", 1, 5), row("m", "ADD", None, "a", 1, 1)]  # fmt: skip
+    rows = [
+        row("m", "DELETE", "b", None, 1, 5),
+        row("m", "UPDATE", "a", "b", 1, 5),
+        row("m", "ADD", None, "a", 1, 1),
+    ]
     past = only(build([], read_of(*rows, ordered=False), gone=[record("m", "b", 1, 5)]))
     assert [v.text for v in past.versions] == ["a", "b", None]
     assert not past.reasons - {reasons.REORDERED}

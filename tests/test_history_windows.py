@@ -98,7 +98,10 @@ def test_folding_never_removes_a_node_the_state_does_not_hold() -> None:
 
 def test_messages_say_what_happened_and_authors_are_the_mem0_actor_when_one() -> None:
     steps = [Step("a", T0 + 1, True, COST, "bot-7"), Step("b", T0 + 2, True, COST, "bot-7")]
-    steps += [Step("a", T0 + 40 * DAY, True, COST, "bot-7"), Step("b", T0 + 41 * DAY, False, 0, "user")]  # fmt: skip
+    steps += [
+        Step("a", T0 + 40 * DAY, True, COST, "bot-7"),
+        Step("b", T0 + 41 * DAY, False, 0, "user"),
+    ]
     plan = plan_history(steps, budget=4, head_costs=[COST])
     by_time = sorted(plan.commits, key=lambda c: c.at_ms)
     assert by_time[0].author == "bot-7" and by_time[0].message.startswith("mem0: 1 added (")
