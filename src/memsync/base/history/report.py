@@ -27,6 +27,8 @@ class HistoryReport:
     reasons: dict[str, int] = field(default_factory=dict)  # memories by reason
     requests: int = 0  # requests made to read the history (a route per memory)
     store_bytes: int | None = None  # measured on disk once the store was let go
+    # the memories written at HEAD (by origin): what a copy that follows finds there already
+    heads: set[str] = field(default_factory=set, repr=False)
 
     @property
     def predicted_ratio(self) -> float:

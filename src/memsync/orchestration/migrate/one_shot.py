@@ -145,9 +145,13 @@ def migrate(
                 source, target, records, gone=gone, budget=history_budget, dry_run=dry_run
             )
             if report.history.written:
-                carried = {source.origin_of(record) for record in records}
+                carried = set(report.history.heads)
         star = star_scope([source.scope_key(), target.scope_key()])
-        present, copies = _target_inventory(target, star)
+        if carried:  # a new store that holds exactly these (its HEAD was checked): no listing
+            written = [(source.origin_of(r), r) for r in records if source.origin_of(r) in carried]
+            present, copies = _carried_inventory(target, written, star)
+        else:
+            present, copies = _target_inventory(target, star)
         to_write = _plan(source, target, records, present, copies, star, report, carried)
         report.planned = len(to_write)
         if not dry_run:
@@ -203,6 +207,20 @@ def _target_inventory(
     for record in itertools.chain(listed, target.hidden_records()):
         key = same_key(scope_of(target.scope_key(), record.scope_key, star), record)
         present.setdefault(target.origin_of(record), (set(), key))[0].add(record.fingerprint)
+        copies.add(key)
+    return present, copies
+
+
+def _carried_inventory(
+    target: Provider, written: list[tuple[str, Record]], star: str
+) -> tuple[dict[str, tuple[set[str], SameKey]], Copies]:
+    """The inventory of a store the history import just filled (and checked): the records it
+    wrote at HEAD, by origin, as ``_target_inventory`` would list them."""
+    present: dict[str, tuple[set[str], SameKey]] = {}
+    copies = Copies()
+    for origin, record in written:
+        key = same_key(scope_of(target.scope_key(), target.scope_key(), star), record)
+        present[origin] = ({record.fingerprint}, key)
         copies.add(key)
     return present, copies
 

@@ -36,7 +36,7 @@ from memsync.base.history.report import FOLDED, HistoryReport
 from memsync.base.history.timeline import MemoryPast, Timeline, Version
 from memsync.base.history.windows import Plan, Step, plan_history
 from memsync.base.records import Outgoing, Record, canonical_json, is_expired
-from memsync.providers.mnem.convert import NodeSpec, node_spec, node_version, record_from_node
+from memsync.providers.mnem.convert import NodeSpec, node_spec, node_version
 from memsync.providers.mnem.expiry import forget_expired, forget_retired
 from memsync.providers.mnem.handle import AUTHOR, StoreHandle
 
@@ -97,10 +97,8 @@ def import_history(
     _check_head(handle, heads)
     forget_expired(handle, expired)
     forget_retired(handle, retired)
-    gone = set(expired) | set(retired)
-    handle.known.everything(  # type: ignore[attr-defined]  # a MnemProvider's
-        _record(handle, spec) for node_id, spec in heads.items() if node_id not in gone
-    )
+    # what this hold knows of the store's nodes was "none": a write that follows checks
+    handle.known.forget_all()  # type: ignore[attr-defined]  # (a MnemProvider's)
     where = _scope_text(handle)
     message = (
         f"{AUTHOR}: Mem0 history of {where} imported ({report.versions} versions of "
@@ -110,6 +108,7 @@ def import_history(
     with handle.writing():
         _commit(handle, message, None)
     report.written = True
+    report.heads = {w.past.origin for w in written if w.version.head}
     return report
 
 
@@ -262,12 +261,6 @@ def _check_head(handle: StoreHandle, heads: dict[str, NodeSpec]) -> None:
             f"{handle.name}: after the history import, HEAD holds {len(extra)} node(s) the "
             f"current state does not ({extra[0]!r}...); this is a memsync bug: please report it"
         )
-
-
-def _record(handle: StoreHandle, spec: NodeSpec) -> Record:
-    record = record_from_node(spec.as_node(handle.sdk), handle.scope_key(), handle.layout)
-    assert isinstance(record, Record)  # head versions hold the listed, non-empty text
-    return record
 
 
 def _scope_text(handle: StoreHandle) -> str:
