@@ -152,6 +152,15 @@ def test_a_sync_after_the_history_import_writes_nothing_and_verify_holds(
     assert code == 0, out
 
 
+def test_a_store_with_commits_gets_no_history_and_the_report_says_why(
+    moved: dict[str, Any],
+) -> None:
+    code, out = memsync(moved["home"], "migrate", "--from", "mem0", "--to", "agent", "--history")
+    assert code == 0, out
+    assert "imported 0, 3 already there" in out
+    assert "history: not imported: the store has commits already" in out
+
+
 async def ask_as_an_agent(store: Path, tea: str) -> dict[str, Any]:
     env = subprocess_env()
     env.pop("MNEM_AUTHOR", None)
@@ -207,6 +216,8 @@ def test_the_first_sync_into_a_new_store_brings_the_history_and_then_has_nothing
         tea = add(memory, TEA, "assistant", "bot-7")
         add(memory, "Lives in Lisbon")
         memory.update(tea, text=TEA_NOW)
+    code, out = memsync(home, "migrate", "--from", "mem0", "--to", "agent", "--dry-run")
+    assert code == 0 and "history: would import 3 version(s) of 2 memories" in out, out
     code, out = memsync(home, "sync", "--dry-run", "--json")
     assert code == 0, out
     planned = json.loads(out)["providers"]["agent"]["history"]
