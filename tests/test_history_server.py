@@ -80,6 +80,7 @@ def history_requests(double: Mem0ServerDouble) -> int:
 def fill(double: Mem0ServerDouble) -> Record:
     """Adds, edits and a delete through the routes; the deleted one as memsync saw it first."""
     team = Team(double)
+    team.delete(team.add("a secret"))  # deleted before memsync ever listed it: scope unknown
     ids = {text: team.add(text) for text in ("likes tea", "lives in Lisbon", "works at Initech")}
     source = provider(double)
     with source:
@@ -144,7 +145,8 @@ def test_the_servers_history_table_is_read_in_one_query_and_the_past_comes_along
     assert history_requests(double) == before  # no route asked: the table answered
     assert report.history is not None and report.history.written
     assert report.history.source == "the database named by $MEM0_HISTORY_URL (table history)"
-    assert report.history.memories == 3 and report.history.reasons == {}
+    assert report.history.memories == 3
+    assert report.history.reasons == {"deleted before the move, scope unknown": 1}
     plain = migrate(provider(double), store(tmp_path / "plain"), history=False)
     assert plain.imported == 2 and nodes(tmp_path / "agent") == nodes(tmp_path / "plain")
     states = past_texts(tmp_path / "agent")

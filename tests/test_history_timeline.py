@@ -210,6 +210,13 @@ def test_a_platform_entry_names_the_scope_of_a_deleted_memory() -> None:
     assert theirs.pasts == [] and theirs.reasons == {reasons.SCOPE_UNKNOWN: 1}
 
 
+def test_deleted_memories_the_query_named_only_by_id_are_counted_as_of_unknown_scope() -> None:
+    read = read_of(row("m", "ADD", None, "a", 1, 1))
+    read.deleted_elsewhere |= {"x", "y", "m"}  # "m" is listed: not counted
+    timeline = build([record("m", "a", 1, 1)], read)
+    assert timeline.reasons == {reasons.SCOPE_UNKNOWN: 2}
+
+
 def test_another_scopes_live_memory_is_none_of_this_stores_business() -> None:
     timeline = build([], read_of(row("bobs", "ADD", None, "bob's", 1, 1)))
     assert timeline.pasts == [] and not timeline.reasons

@@ -155,6 +155,8 @@ class HistoryRead:
     unreadable: dict[str, str] = field(default_factory=dict)  # memory id -> why not
     ordered: bool = False
     requests: int = 0  # requests made (a route read per memory), for the report
+    # memories not asked about that the history shows deleted (rows naming no scope)
+    deleted_elsewhere: set[str] = field(default_factory=set)
 
     def add(self, event: HistoryEvent) -> None:
         self.events.setdefault(event.memory_id, []).append(event)

@@ -149,6 +149,9 @@ def build_timeline(
             timeline.reasons[SCOPE_UNKNOWN] += 1
             continue
         _add(timeline, _gone_past(f"mem0:{memory_id}", named, events, read.ordered, cutover_ms))
+    timeline.reasons[SCOPE_UNKNOWN] += len(read.deleted_elsewhere - known - set(read.events))
+    if not timeline.reasons[SCOPE_UNKNOWN]:
+        del timeline.reasons[SCOPE_UNKNOWN]
     return timeline
 
 

@@ -13,13 +13,15 @@
   client, so its retries, pacing and breaker apply. A memory whose read failed after its
   retries is *unreadable* (it then gets its current version only, counted).
 
-The library's and server's rows name no scope, so rows of memories not asked about are kept
-only when their history ends with a delete: the timeline counts those as deleted memories of
-unknown scope (another scope's live memory is none of this store's business).
+The query reads the rows of the memories asked about (those listed now, and those memsync saw
+before they were deleted), and the ids of the other memories the history shows deleted: the
+library's and the server's rows name no scope, so those cannot be placed, and are counted (in a
+store of several scopes, by each scope's import: none of them can say whose they were).
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -33,7 +35,16 @@ from memsync.base.history.events import (
 )
 from memsync.providers.concurrent import read_concurrently
 
-_SELECT = f"SELECT rowid, {', '.join(COLUMNS)} FROM history ORDER BY rowid"
+_COLUMNS = ", ".join(COLUMNS)
+_NONE = ", ".join(["NULL"] * (len(COLUMNS) - 1))
+# The asked memories' rows, then (rowid NULL) the ids of the others some row shows deleted.
+_SELECT = (
+    f"SELECT rowid, {_COLUMNS} FROM history "
+    "WHERE memory_id IN (SELECT value FROM json_each(?1)) "
+    f"UNION ALL SELECT NULL, memory_id, {_NONE} FROM (SELECT DISTINCT memory_id FROM history "
+    "WHERE event = 'DELETE' AND memory_id NOT IN (SELECT value FROM json_each(?1))) "
+    "ORDER BY 1"
+)
 
 
 def sqlite_history(
@@ -45,30 +56,40 @@ def sqlite_history(
 ) -> HistoryRead:
     """The library's history table (a file at PATH, opened read-only, or an open CONNECTION
     for one kept in memory), one query; events of MEMORY_IDS and of other deleted memories."""
+    asked = json.dumps(list(memory_ids))
     try:
         if connection is None:
             assert path is not None
             with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as own:
-                rows = own.execute(_SELECT).fetchall()
+                rows = own.execute(_SELECT, (asked,)).fetchall()
             own.close()
         else:
-            rows = connection.execute(_SELECT).fetchall()
+            rows = connection.execute(_SELECT, (asked,)).fetchall()
     except sqlite3.Error as exc:
         raise ProviderError(f"cannot read Mem0's history at {where}: {exc}") from None
     read = HistoryRead(source=f"the history database at {where}", ordered=True)
-    events = (event_from_row(dict(zip(COLUMNS, row[1:], strict=True)), row[0]) for row in rows)
-    _keep(read, events, memory_ids)
+    for row in rows:
+        if row[0] is None:
+            read.deleted_elsewhere.add(str(row[1]))
+            continue
+        event = event_from_row(dict(zip(COLUMNS, row[1:], strict=True)), row[0])
+        if event is not None:
+            read.add(event)
     return read
 
 
-def rows_history(rows: Iterable[Any], memory_ids: Iterable[str], *, source: str) -> HistoryRead:
-    """History rows read elsewhere (PostgreSQL: tuples in ``COLUMNS`` order), with no order of
-    their own: their events are ordered by time."""
+def rows_history(rows: Iterable[Any], *, source: str) -> HistoryRead:
+    """History rows read elsewhere (PostgreSQL: tuples in ``COLUMNS`` order, and for the other
+    memories shown deleted their id alone, the event NULL), with no order of their own: their
+    events are ordered by time."""
     read = HistoryRead(source=source, ordered=False)
-    events = (
-        event_from_row(dict(zip(COLUMNS, row, strict=True)), seq) for seq, row in enumerate(rows)
-    )
-    _keep(read, events, memory_ids)
+    for seq, row in enumerate(rows):
+        if row[3] is None:
+            read.deleted_elsewhere.add(str(row[0]))
+            continue
+        event = event_from_row(dict(zip(COLUMNS, row, strict=True)), seq)
+        if event is not None:
+            read.add(event)
     return read
 
 
@@ -102,20 +123,3 @@ def route_history(
             if event is not None and event.memory_id == memory_id:
                 read.add(event)
     return read
-
-
-def _keep(read: HistoryRead, events: Iterable[HistoryEvent | None], asked: Iterable[str]) -> None:
-    """The events of the memories ASKED about, and of others whose history ends deleted."""
-    wanted = set(asked)
-    others: dict[str, list[HistoryEvent]] = {}
-    for event in events:
-        if event is None:
-            continue
-        if event.memory_id in wanted:
-            read.add(event)
-        else:
-            others.setdefault(event.memory_id, []).append(event)
-    for memory_id, found in others.items():
-        last = max(found, key=(lambda e: e.seq) if read.ordered else HistoryEvent.sort_key)
-        if last.kind == "DELETE":
-            read.events[memory_id] = found

@@ -7,7 +7,8 @@ Upstream's server has kept it in three places, and memsync reads whichever it is
   app database ``mem0_app``, beside ``users`` and ``api_keys``; the issue that asked for this
   import names it in the server's PostgreSQL. Read through a read-only session
   (``server_database``) on ``history_database_url_env`` (or ``_file``) when set, else on the
-  ``database_url_env`` connection: one query for the memories asked about. The role needs
+  ``database_url_env`` connection: one query for the memories asked about (and the ids of
+  others it shows deleted, which name no scope and are counted). The role needs
   ``GRANT SELECT ON history`` and nothing else of that database;
 - **a SQLite file** (``history_db_path``): upstream's main branch, where the server runs the
   library with ``HISTORY_DB_PATH=/app/history/history.db`` on a volume; memsync reads it where
@@ -59,14 +60,14 @@ class ServerHistory:
         why = ""
         if self.database is not None:
             try:
-                rows = self.database.select(self._query(), (memory_ids,))
+                rows = self.database.select(self._query(), (memory_ids, memory_ids))
             except MemsyncError as exc:
                 why = f" (its database could not be read: {exc})"
                 log.warning(
                     "%s: reading the history through %s instead%s", self.provider, ROUTE, why
                 )
             else:
-                return rows_history(rows, memory_ids, source=self.database.describe())
+                return rows_history(rows, source=self.database.describe())
         return route_history(
             memory_ids,
             fetch,
@@ -79,10 +80,13 @@ class ServerHistory:
         from psycopg import sql
 
         assert self.database is not None
-        return sql.SQL("SELECT {} FROM {} WHERE memory_id = ANY(%s)").format(
-            sql.SQL(", ").join(sql.Identifier(c) for c in COLUMNS),
-            sql.Identifier(self.database.table),
-        )
+        table = sql.Identifier(self.database.table)
+        nothing = sql.SQL(", ").join(sql.SQL("NULL") for _ in COLUMNS[1:])
+        return sql.SQL(
+            "SELECT {} FROM {} WHERE memory_id = ANY(%s) UNION ALL SELECT memory_id, {} FROM "
+            "(SELECT DISTINCT memory_id FROM {} WHERE event = 'DELETE' "
+            "AND NOT memory_id = ANY(%s)) AS deleted"
+        ).format(sql.SQL(", ").join(sql.Identifier(c) for c in COLUMNS), table, nothing, table)
 
     def close(self) -> None:
         if self.database is not None:
