@@ -35,15 +35,14 @@ from memsync.base.history.events import (
 )
 from memsync.providers.concurrent import read_concurrently
 
-_COLUMNS = ", ".join(COLUMNS)
-_NONE = ", ".join(["NULL"] * (len(COLUMNS) - 1))
 # The asked memories' rows, then (rowid NULL) the ids of the others some row shows deleted.
+# The columns are ``COLUMNS``, in that order (a literal: no SQL is assembled from strings).
 _SELECT = (
-    f"SELECT rowid, {_COLUMNS} FROM history "
-    "WHERE memory_id IN (SELECT value FROM json_each(?1)) "
-    f"UNION ALL SELECT NULL, memory_id, {_NONE} FROM (SELECT DISTINCT memory_id FROM history "
-    "WHERE event = 'DELETE' AND memory_id NOT IN (SELECT value FROM json_each(?1))) "
-    "ORDER BY 1"
+    "SELECT rowid, memory_id, old_memory, new_memory, event, created_at, updated_at, "
+    "is_deleted, actor_id, role FROM history WHERE memory_id IN (SELECT value FROM json_each(?1)) "
+    "UNION ALL SELECT NULL, memory_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
+    "FROM (SELECT DISTINCT memory_id FROM history WHERE event = 'DELETE' "
+    "AND memory_id NOT IN (SELECT value FROM json_each(?1))) ORDER BY 1"
 )
 
 
