@@ -27,6 +27,8 @@ class HistoryReport:
     reasons: dict[str, int] = field(default_factory=dict)  # memories by reason
     requests: int = 0  # requests made to read the history (a route per memory)
     store_bytes: int | None = None  # measured on disk once the store was let go
+    write_seconds: float = 0.0  # writing the history's commits
+    removal_seconds: float = 0.0  # of which removing deleted memories' nodes (mnem's rm)
     # the memories written at HEAD (by origin): what a copy that follows finds there already
     heads: set[str] = field(default_factory=set, repr=False)
 
@@ -52,6 +54,8 @@ class HistoryReport:
             "reasons": dict(sorted(self.reasons.items())),
             "requests": self.requests,
             "store_bytes": self.store_bytes,
+            "write_seconds": round(self.write_seconds, 2),
+            "removal_seconds": round(self.removal_seconds, 2),
         }
 
     def lines(self) -> list[str]:
@@ -67,6 +71,11 @@ class HistoryReport:
             f"{_mb(self.baseline_bytes)} without history (budget {self.budget:g}x)"
             + (f"; {_mb(self.store_bytes)} on disk" if self.store_bytes is not None else ""),
         ]
+        if self.written:
+            lines.append(
+                f"  written in {self.write_seconds:.1f}s, {self.removal_seconds:.1f}s of it "
+                "removing deleted memories (mnem 0.0.7's rm reads the whole store at each call)"
+            )
         lines += [f"  {count} memories: {reason}" for reason, count in sorted(self.reasons.items())]
         return lines
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,7 +94,9 @@ def import_history(
         return report
     if dry_run:
         return report
-    _write(handle, timeline, plan, written)
+    started = time.perf_counter()
+    report.removal_seconds = _write(handle, timeline, plan, written)
+    report.write_seconds = time.perf_counter() - started
     _check_head(handle, heads)
     forget_expired(handle, expired)
     forget_retired(handle, retired)
@@ -198,8 +201,10 @@ def _describe(report: HistoryReport, plan: Plan, written: list[_Written]) -> Non
         report.reasons[FOLDED] = len(plan.folded)
 
 
-def _write(handle: StoreHandle, timeline: Timeline, plan: Plan, written: list[_Written]) -> None:
-    """The first commit, then every planned one, each staged whole and committed."""
+def _write(handle: StoreHandle, timeline: Timeline, plan: Plan, written: list[_Written]) -> float:
+    """The first commit, then every planned one, each staged whole and committed; the seconds
+    spent removing nodes (mnem 0.0.7's ``rm`` reads the whole head state at each call)."""
+    removing = 0.0
     where = _scope_text(handle)
     first = min((c.at_ms for c in plan.commits), default=timeline.cutover_ms)
     with handle.writing():
@@ -209,21 +214,24 @@ def _write(handle: StoreHandle, timeline: Timeline, plan: Plan, written: list[_W
             handle.note_batch([w.node_id for w in nodes])
             try:
                 for node in nodes:
-                    _stage(handle, node)
+                    removing += _stage(handle, node)
                 _commit(handle, commit.message, commit.at_ms, author=commit.author)
             except ProviderError:
                 if handle.unstage([w.node_id for w in nodes]):
                     handle.in_flight.clear()
                 raise
             handle.in_flight.clear()
+    return removing
 
 
-def _stage(handle: StoreHandle, written: _Written) -> None:
+def _stage(handle: StoreHandle, written: _Written) -> float:
+    """Stage one version; the seconds it took when it was a removal (else 0)."""
     spec = written.spec
     if spec is None:
         node_id = written.node_id
+        started = time.perf_counter()
         handle.sdk_call(f"forget node {node_id!r}", lambda: handle.store.rm(node_id))
-        return
+        return time.perf_counter() - started
     handle.sdk_call(
         f"stage node {spec.id!r}",
         lambda: handle.store.add(
@@ -235,6 +243,7 @@ def _stage(handle: StoreHandle, written: _Written) -> None:
         ),
         bad_input=True,
     )
+    return 0.0
 
 
 def _commit(handle: StoreHandle, message: str, at_ms: int | None, *, author: str = AUTHOR) -> None:
