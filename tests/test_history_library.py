@@ -41,10 +41,11 @@ def memsync(home: Path, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def configure(home: Path, *mnem: str) -> None:
+def configure(home: Path, *mnem: str, layout: str = "") -> None:
     tables = "".join(
         f'\n[providers.{name}]\ntype = "mnem"\npath = "{home / name}"\ncreate = true\n'
-        + ("import_history = false\n" if name == "plain" else "")
+        + ("import_history = false\n" if name.startswith("plain") else "")
+        + layout
         for name in mnem
     )
     write_config(
@@ -261,3 +262,43 @@ def test_the_first_sync_into_a_new_store_brings_the_history_and_then_has_nothing
     assert opened(mnem, home / "agent").head_commit() == head
     gc.collect()
     assert memsync(home, "verify", "mem0", "agent")[0] == 0
+
+
+def test_a_langgraph_store_of_one_user_gets_the_history_in_its_namespace(
+    tmp_path: Path, mnem: ModuleType
+) -> None:
+    home = tmp_path / "home"
+    (home / "config").mkdir(parents=True)
+    configure(
+        home,
+        "agent",
+        "plain",
+        layout='layout = { type = "langgraph", namespace = ["memories", "alice"] }\n',
+    )
+    with App(home, "mem0") as memory:
+        tea = add(memory, TEA, "assistant", "bot-7", metadata={"topic": "drinks"})
+        next_millisecond()
+        memory.update(tea, text=TEA_NOW)
+    for name, flag in (("agent", "--history"), ("plain", "--no-history")):
+        code, out = memsync(home, "migrate", "--from", "mem0", "--to", name, flag)
+        assert code == 0, out
+    assert nodes_of(mnem, home / "agent") == nodes_of(mnem, home / "plain")
+    store = opened(mnem, home / "agent")
+    try:
+        (node_id,) = store.working_memory()
+        assert node_id == f"memories:alice:{tea}"  # where mnem-langgraph looks for it
+        past = [store.state_at(c.id).get(node_id) for c in store.log(first_parent=True)]
+        values = [node.content["content"] for node in past if node is not None]
+        assert values[-1] == TEA and values[0] == TEA_NOW  # newest first
+    finally:
+        del store
+        gc.collect()
+
+
+def nodes_of(mnem: ModuleType, path: Path) -> dict[str, Any]:
+    store = opened(mnem, path)
+    try:
+        return {k: v.to_dict() for k, v in store.working_memory().items()}
+    finally:
+        del store
+        gc.collect()
