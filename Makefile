@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install mnem-sdk chromium demo test lint typecheck pytest bench integration clean
+.PHONY: install mnem-sdk chromium demo test lint typecheck pytest bench breakcheck integration clean
 
 install: $(STAMP)
 
@@ -77,6 +77,13 @@ test: lint typecheck pytest
 
 bench: $(STAMP) mnem-sdk
 	$(BIN)/python bench/run_all.py
+
+# Each test of tests/breakcheck/'s table, run once with what it guards broken in a scratch copy
+# of the tree: a test that still passes is NOT CAUGHT (exit 1). Not part of `make test`: it
+# runs every listed test again, once per break. BREAKS="word ..." runs only the entries whose
+# name or test holds a word.
+breakcheck: $(STAMP) mnem-sdk chromium
+	PYTHONPATH=src:. $(BIN)/python -m tests.breakcheck $(BREAKS)
 
 integration: $(STAMP)
 	bash tests/integration/run.sh

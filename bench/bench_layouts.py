@@ -16,7 +16,7 @@ before the run's scopes shared one account of others' commits, each diffed from 
 
 Dates: a store where an agent wrote 1,000 LangGraph items, one commit each (as
 ``mnem-langgraph``'s ``put`` does: no ``event_time``), first-synced into an in-process
-receiver, with the created_at of each node read from the commit that added it (one walk of the
+receiver, with the created_at and updated_at of each node read from its commits (one walk of the
 log) against the same sync with that look-up switched off (dated when first seen). Each run
 its own process, best of two interleaved rounds. BENCH_QUICK=1: 200 users, 300 nodes.
 """
@@ -144,7 +144,7 @@ def dates_child(nodes: int, dated: str) -> None:
     del store
     gc.collect()
     if dated == "off":
-        MnemProvider.first_dates = Provider.first_dates  # type: ignore[method-assign]
+        MnemProvider.version_dates = Provider.version_dates  # type: ignore[method-assign]
     config = parse_config(
         '[sync]\nactive = "agents"\n'
         '[providers.agents]\ntype = "mnem"\n'

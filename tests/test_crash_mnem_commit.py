@@ -2,9 +2,11 @@
 
 mnem's commit is one redb write transaction, run in Rust with the GIL held, so no thread of
 memsync could act during it. ``memsync.base.faults.killed_inside`` starts a watcher process before
-the commit and that process sends SIGKILL once memsync's writing thread has spent 2 ms of CPU
-inside the call (the kernel's accounting in /proc) and the call has not returned; it reports
-what it did. The batch is a first sync of a few thousand Mem0 memories into a new store, a
+the commit and that process kills memsync once memsync's writing thread has spent 2 ms of CPU
+inside the call (the kernel's accounting in /proc) and the call has not returned. It stops
+memsync first and reads where the thread is (its program counter and the return addresses on
+its stack, against the process's maps), so its report proves the kill landed in mnem's compiled
+code, not in the Python just before the call (a kill there leaves the same store). The batch is a first sync of a few thousand Mem0 memories into a new store, a
 commit of tens of milliseconds here.
 
 What a user would notice is checked: after the kill, mnem holds the whole batch or none of it
@@ -17,6 +19,7 @@ nothing back into Mem0; the one after it has nothing to do.
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import signal
 import uuid
@@ -39,6 +42,11 @@ N = 3_000  # a commit of 3,000 staged nodes takes tens of ms of CPU: room for a 
 @pytest.fixture(scope="module")
 def mnem() -> ModuleType:
     return real_sdk()
+
+
+def native_library(sdk: ModuleType) -> str:
+    """The file of mnem's compiled code (Rust): where a thread inside mnem's commit runs."""
+    return Path(importlib.import_module(f"{sdk.__name__}._mnem").__file__ or "?").name
 
 
 def seeded(home: Path) -> Path:
@@ -92,7 +100,9 @@ def test_killed_inside_the_mnem_commit_the_store_holds_none_of_the_batch_and_the
     report = tmp_path / "kill-report"
     killed = sync(home, MEMSYNC_KILL_AT="mnem:commit:1", MEMSYNC_KILL_REPORT=str(report))
     assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr[-800:])
-    assert report.read_text().startswith("killed inside mnem:commit"), report.read_text()
+    said = report.read_text()
+    assert said.startswith("killed inside mnem:commit"), said
+    assert said.rstrip().endswith(f"stopped in {native_library(mnem)}"), said  # where it landed
 
     # The whole batch or none of it: none committed; memsync's adds are still staged.
     assert in_mnem(mnem, home / "agent", committed_and_staged) == (None, 0, N)

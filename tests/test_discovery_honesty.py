@@ -128,6 +128,38 @@ def test_every_command_says_more_may_exist_until_the_database_resolves_it(
         assert mem0_database not in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize(
+    ("written", "password"),
+    [  # an unencoded '@', as a generated password may hold: libpq reads host 'word-s3cret@...'
+        ("postgresql://memsync:{password}@127.0.0.1:{port}/mem0", "Pa55@word-s3cret"),
+        ("postgresql://memsync:{password}@[::1/mem0", "s3cret-Pa55word"),  # quoted whole back
+    ],
+)
+def test_a_database_url_that_fails_is_said_without_its_password(
+    postgres: Any, tmp_path: Path, written: str, password: str
+) -> None:
+    """Runs that fail on the URL, where libpq's own error quotes it (or the part of the password
+    it took for the host): the commands say which variable to fix, never the password, nor any
+    part of it that libpq read as another part of the URL."""
+    double = Mem0ServerDouble(api_key=ADMIN)
+    double.insert_many(["alice likes tea"], user_id="alice")
+    env = {"MEM0_DATABASE_URL": written.format(password=password, port=postgres.port)}
+    home = tmp_path / "home"
+    with serve(double.app) as url:
+        configure(home, url, 'database_url_env = "MEM0_DATABASE_URL"\n')
+        check = memsync(home, "check", **env)
+        sync = memsync(home, "sync", **env)
+        status = memsync(home, "status", **env)
+        as_json = memsync(home, "status", "--json", **env)
+    assert check.returncode != 0 and sync.returncode != 0, check.stdout + sync.stdout
+    assert "$MEM0_DATABASE_URL" in check.stdout + check.stderr
+    assert "$MEM0_DATABASE_URL" in sync.stdout + sync.stderr
+    for result in (check, sync, status, as_json):
+        said = result.stdout + result.stderr
+        for part in (password, *password.split("@")):
+            assert part not in said, f"memsync {' '.join(result.args[3:])} printed {part!r}: {said}"
+
+
 def test_a_database_url_in_the_config_itself_is_refused_with_what_to_do(tmp_path: Path) -> None:
     home = tmp_path / "home"
     configure(

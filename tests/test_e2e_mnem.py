@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import gc
 import json
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -25,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from memsync.cli import main
-from tests.conftest import subprocess_env, write_config
+from tests.conftest import write_config
 from tests.mem0_fixtures import DIMS, mem0_payload
 from tests.mnem_sdk import real_sdk
 from tests.test_e2e_mem0 import App, ids_by_text, mem0_table
@@ -202,24 +200,6 @@ def _fresh(mnem: ModuleType, home: Path) -> Agent:
     return Agent(mnem, home / "agent")
 
 
-def test_make_demo_shows_mem0_to_mnem(mnem: ModuleType, tmp_path: Path) -> None:
-    """`make demo` (python -m memsync.demo) takes mnem as the new side when the SDK imports."""
-    demo = subprocess.run(
-        [sys.executable, "-m", "memsync.demo"],
-        env=subprocess_env(TMPDIR=str(tmp_path)),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
-    assert "new = a mnem store" in demo.stdout
-    assert "new [mnem] (active): reachable" in demo.stdout
-    assert demo.stdout.count("reconciled: both hold the same memories") == 2
-    assert "Speaks Portuguese and English" in demo.stdout  # written by the mnem agent
-    assert "support-chat:_seq = 1 in mnem only" in demo.stdout  # exclude kept the counter
-    assert "backup (2 scopes)" not in demo.stdout  # the mnem store holds alice's memories
-
-
 CREATED = "2024-03-01T10:00:00.123456-08:00"
 
 
@@ -234,9 +214,8 @@ def backup_items(directory: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-@pytest.fixture
-def synced_cat(home: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Mem0 → mnem (active) → a PMM backup, holding one memory with metadata and a date."""
+def write_cutover_config(home: Path) -> None:
+    """Mem0 ("old", the library) and mnem ("agent", active) in sync, a PMM backup beside them."""
     write_config(
         home,
         '[sync]\nactive = "agent"\nconflict = "newest"\n'
@@ -245,6 +224,12 @@ def synced_cat(home: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch) ->
         + f'\n[providers.backup]\ntype = "pmm-dir"\npath = "{home / "pmm"}"\n'
         + 'direction = "push"\n',
     )
+
+
+@pytest.fixture
+def synced_cat(home: Path, mnem: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Mem0 → mnem (active) → a PMM backup, holding one memory with metadata and a date."""
+    write_cutover_config(home)
     mnem.init(home / "agent")
     gc.collect()
     with App(home, "old") as memory:

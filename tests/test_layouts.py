@@ -76,13 +76,14 @@ def test_a_langmem_tool_value_is_its_text_with_its_keys_as_metadata_and_meta_as_
     assert record.detached  # an agent's own node: no memsync note
 
 
-def test_the_store_managers_value_is_its_text_and_keeps_its_kind() -> None:
-    value = {"kind": "Memory", "content": {"content": "works nights"}, "_meta": {"team": "ops"}}
+@pytest.mark.parametrize("kind", ["Memory", "Note"])  # LangMem's default schema, and one's own
+def test_the_store_managers_value_is_its_text_and_keeps_its_kind(kind: str) -> None:
+    value = {"kind": kind, "content": {"content": "works nights"}, "_meta": {"team": "ops"}}
     record = read("memories:alice:p1", value)
     assert record.content == "works nights"
     assert record.metadata == {}
     back = written(outgoing(record, "mnem:memories:alice:p1", content="works days"))
-    assert back.content["kind"] == "Memory"
+    assert back.content["kind"] == kind
     assert back.content["content"] == {"content": "works days"}
     assert back.content["_meta"]["team"] == "ops"  # _meta's own keys kept
 

@@ -369,6 +369,8 @@ def test_nodes_outside_the_namespaces_are_left_alone_and_counted(
 def test_one_store_for_every_user_is_opened_once_a_cycle(
     home: Path, cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """And read once: one diff from the run's cursor serves all 30 scopes (a diff per scope
+    would cost 30 passes over the store's history)."""
     configure(home)
     users = [f"user{i:02d}" for i in range(30)]
     with Mem0App(home) as memory:
@@ -377,8 +379,10 @@ def test_one_store_for_every_user_is_opened_once_a_cycle(
     sync(cli)
     opened: list[str] = []
     reads: list[str] = []
+    diffs: list[tuple[str, ...]] = []  # diffs between two commits
     real_open = mnem.open
     real_working_memory = mnem.Store.working_memory
+    real_diff = mnem.Store.diff
 
     def counting_open(path: str) -> Any:
         opened.append(path)
@@ -388,14 +392,21 @@ def test_one_store_for_every_user_is_opened_once_a_cycle(
         reads.append("working_memory")
         return real_working_memory(self)
 
+    def counting_diff(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if args:  # between two commits: a listing's read (without: the staged batch's check)
+            diffs.append(args)
+        return real_diff(self, *args, **kwargs)
+
     monkeypatch.setattr(mnem, "open", counting_open)
     monkeypatch.setattr(mnem.Store, "working_memory", counting_working_memory)
+    monkeypatch.setattr(mnem.Store, "diff", counting_diff)
     with Mem0App(home) as memory:
         memory.add("user07 likes coffee now", user_id="user07", infer=False)
     report = sync(cli)
     assert len(report["scopes"]) == len(users)
     assert opened == [str(home / "agents")]
     assert len(reads) <= 1
+    assert len(diffs) == 1, f"{len(diffs)} diffs of the store for {len(users)} scopes"
     found = with_store(home, lambda store: texts(Agent(store, "user07").search()))
     assert found == {"user07 likes tea", "user07 likes coffee now"}
 

@@ -216,6 +216,47 @@ def test_a_daemon_killed_between_receiving_a_write_and_answering_it_never_loses_
     assert not [line for line in restarted.lines if "staged" in line], restarted.lines
 
 
+def test_a_write_cut_short_whose_agent_gave_up_is_unstaged_by_the_restarted_daemon(
+    home: Path, world: tuple[ServedServer, Path], daemons: Callable[..., DaemonProcess], clients
+) -> None:
+    """The agent was told WriteUnconfirmed and closed its client (its process ended): nobody
+    took the store back, so the restarted daemon is the first to open it. Its recovery (the
+    note of the write in flight) unstages the write before its first cycle or an agent's next
+    commit could sweep it in."""
+    from memsync.orchestration.serve.client import WriteUnconfirmed
+
+    server, store = world
+    daemon = daemons(home, MEMSYNC_KILL_AT="serve:staged:1")
+    daemon.wait_for_line("sync #1 ok", timeout=DEADLINE)
+    agent = clients(store)
+    assert agent.via_daemon
+    with pytest.raises(WriteUnconfirmed):
+        agent.call("remember", id="fact", content="alice moved to Lyon", author="support-agent")
+    assert daemon.proc.wait(timeout=DEADLINE) == -signal.SIGKILL
+    agent.close()  # gives up: the client never takes the store back, so never recovers it
+
+    mnem = real_sdk()  # what the killed daemon left: the write staged, and its note
+    left = mnem.open(str(store))
+    assert [node_id for node_id, _ in left.staged()] == ["fact"]
+    del left
+    gc.collect()
+    notes = home / "state" / "serving"
+    assert len(list(notes.glob("*.json"))) == 1
+
+    restarted = daemons(home)
+    restarted.wait_for_line("sync #", timeout=DEADLINE)  # its first cycle opened the store
+    recovered = [line for line in restarted.lines if "cut short" in line]
+    assert recovered, "the restarted daemon unstaged nothing:\n" + "\n".join(restarted.lines)
+    assert "unstaged fact" in recovered[0]
+    assert not list(notes.glob("*.json"))
+    newcomer = clients(store)
+    assert newcomer.via_daemon  # the daemon holds the store: this client recovers nothing
+    newcomer.call("remember", id="after", content="a later write")
+    wait_until(lambda: "a later write" in texts(server), "the later write in Mem0")
+    assert "alice moved to Lyon" not in texts(server)
+    assert newcomer.call("recall", id="fact") is None
+
+
 def test_a_store_memsync_does_not_sync_is_opened_by_the_client_itself(
     home: Path, world: tuple[ServedServer, Path], daemons: Callable[..., DaemonProcess], clients
 ) -> None:

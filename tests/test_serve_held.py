@@ -71,20 +71,35 @@ def test_the_lane_lets_a_waiting_agent_in_before_memsync_when_a_batch_steps_asid
     agent_in = threading.Thread(
         target=lambda: (lane.acquire(agent=True), order.append("agent"), lane.release())
     )
-    sync_in = threading.Thread(
-        target=lambda: (lane.acquire(), order.append("sync"), lane.release())
-    )
     agent_in.start()
     wait_until(lane.agents_waiting, "the agent waiting")
-    sync_in.start()
-    time.sleep(0.05)  # let the second sync call queue up behind the agent (order, not timing)
     lane.yield_to_agents()
     order.append("batch goes on")
     lane.release()
     agent_in.join(DEADLINE)
-    sync_in.join(DEADLINE)
-    assert order[0] == "agent"  # memsync's own calls, the batch's and the other one, come after
-    assert sorted(order[1:]) == ["batch goes on", "sync"]
+    assert order == ["agent", "batch goes on"]
+
+
+def test_an_agent_waiting_when_memsyncs_call_ends_goes_before_memsyncs_next_call() -> None:
+    """The race forced every run: memsync's call ends while an agent waits, and memsync asks
+    again before the agent, woken, has taken the lane. The lane's own lock is held from the end
+    of memsync's call to its next request, so the woken agent cannot move in between; what
+    decides is the lane's rule alone (agents first), never the scheduler."""
+    lane = Lane()
+    order: list[str] = []
+    lane.acquire()  # memsync's call
+    agent_in = threading.Thread(
+        target=lambda: (lane.acquire(agent=True), order.append("agent"), lane.release())
+    )
+    agent_in.start()
+    wait_until(lane.agents_waiting, "the agent waiting")
+    with lane._turn:  # the lane stands still: the agent is woken, cannot take it yet
+        lane.release()  # memsync's call ends
+        lane.acquire()  # memsync's next call, asked before the agent moved
+        order.append("memsync")
+    lane.release()
+    agent_in.join(DEADLINE)
+    assert order == ["agent", "memsync"]
 
 
 def agent_arrives_mid_batch(

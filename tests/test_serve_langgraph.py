@@ -4,8 +4,9 @@ branch and switch, the async forms, the errors) runs on mnem-langgraph 0.0.1 and
 store, alone and through the daemon, over copies of the same store, with the same answers.
 
 Commit ids and times differ between runs (a commit hashes its time), so they are named by first
-appearance; a LangGraph timestamp of a node without an event time is "now" in both, so only its
-type and zone are compared.
+appearance; a LangGraph timestamp of a node without an event time is "now" in both, so it is
+compared as "now" (its type and zone, and that it is not older than the run); a node's event time
+(the seeded ``prefs``, 17 ms after the epoch) is compared by value.
 """
 
 from __future__ import annotations
@@ -27,11 +28,18 @@ from tests.test_live_watch import DEADLINE, wait_until
 from tests.test_serve_mcp import CONFIG, Names, seed
 
 
-def item(names: Names, found: Item | None) -> Any:
+def stamp(value: datetime, since: datetime) -> str:
+    """A LangGraph timestamp as compared: "now" when it is no older than the run (SINCE), else
+    its value; with its type and zone either way."""
+    when = "<now>" if value >= since else value.isoformat()
+    return f"{type(value).__name__} {value.tzinfo} {when}"
+
+
+def item(names: Names, since: datetime, found: Item | None) -> Any:
     if found is None:
         return None
-    stamps = {type(found.created_at), found.created_at.tzinfo, type(found.updated_at)}
-    shape = [list(found.namespace), found.key, found.value, sorted(map(str, stamps))]
+    stamps = [stamp(found.created_at, since), stamp(found.updated_at, since)]
+    shape = [list(found.namespace), found.key, found.value, stamps]
     if isinstance(found, SearchItem):
         shape.append(found.score)
     return names.normal(shape)
@@ -67,15 +75,16 @@ def outcome(names: Names, action: Any) -> Any:
 def body(store: Any) -> list[Any]:
     """The operations a LangGraph application runs on a store, with what each answered."""
     names = Names()
+    since = datetime.now(UTC)  # a timestamp from here on is "now"
     seen: list[Any] = []
     alice, bob = ("memories", "alice"), ("memories", "bob")
     store.put(alice, "k1", {"content": "prefers tea", "topic": "drinks", "_meta": {"source": "c1"}})
     store.put(alice, "k2", {"content": "walks to work", "topic": "travel", "n": 2})
     store.put(bob, "k1", {"content": "likes jazz", "topic": "music", "_meta": {"step": "s4"}})
     store.put(("prefs",), "theme", {"v": "dark", "unicode": "é☕"})
-    seen.append(item(names, store.get(alice, "k1")))
-    seen.append(item(names, store.get(alice, "missing")))
-    seen.append(item(names, store.get(("seed",), "x")))
+    seen.append(item(names, since, store.get(alice, "k1")))
+    seen.append(item(names, since, store.get(alice, "missing")))
+    seen.append(item(names, since, store.get(("seed",), "x")))
     searches: list[dict[str, Any]] = [
         {"namespace_prefix": ("memories",)},
         {"namespace_prefix": alice, "filter": {"topic": "drinks"}},
@@ -87,14 +96,14 @@ def body(store: Any) -> list[Any]:
     ]
     for search in searches:
         prefix = search.pop("namespace_prefix")
-        seen.append([item(names, found) for found in store.search(prefix, **search)])
+        seen.append([item(names, since, found) for found in store.search(prefix, **search)])
     seen.append(store.list_namespaces())
     seen.append(store.list_namespaces(prefix=("memories",)))
     seen.append(store.list_namespaces(suffix=("alice",)))
     seen.append(store.list_namespaces(max_depth=1))
     seen.append(store.list_namespaces(limit=1, offset=1))
     store.delete(alice, "k2")
-    seen.append(item(names, store.get(alice, "k2")))
+    seen.append(item(names, since, store.get(alice, "k2")))
     seen.append(sdk_object(names, store.why(alice, "k1")))
     seen.append(sdk_object(names, store.why(bob, "k1")))
     seen.append(outcome(names, lambda: store.why(alice, "k2")))
@@ -103,15 +112,18 @@ def body(store: Any) -> list[Any]:
     seen.append(store.switch("try"))
     store.put(alice, "guess", {"content": "may move"})
     store.switch("main")
-    seen.append(item(names, store.get(alice, "guess")))
+    seen.append(item(names, since, store.get(alice, "guess")))
     seen.append(outcome(names, lambda: store.switch("nosuch")))
     seen.append(outcome(names, lambda: store.put(alice, "when", {"at": datetime.now(UTC)})))
 
     async def later() -> list[Any]:
         await store.aput(bob, "k2", {"content": "async write"})
         return [
-            item(names, await store.aget(bob, "k2")),
-            [item(names, f) for f in await store.asearch(("memories", "bob"), query="async")],
+            item(names, since, await store.aget(bob, "k2")),
+            [
+                item(names, since, f)
+                for f in await store.asearch(("memories", "bob"), query="async")
+            ],
             await store.alist_namespaces(prefix=("memories",)),
         ]
 
@@ -167,6 +179,10 @@ def test_memsync_store_answers_as_mnem_langgraph_alone_and_through_the_daemon(
         daemon.kill()
     assert code == 0
 
+    dated = "datetime UTC 1970-01-01T00:00:00.017000+00:00"  # the seeded node's event_time
+    assert dated in str(theirs), "no answer compared a node's event time"
+    assert dated in str(ours_alone), "memsync's store lost the seeded node's event time"
+    assert dated in str(ours_served), "the served store lost the seeded node's event time"
     assert ours_alone == theirs
     assert ours_served == theirs
     raised = [entry[1] for entry in theirs if isinstance(entry, list) and entry[:1] == ["raised"]]

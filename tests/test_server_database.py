@@ -214,6 +214,21 @@ def test_nothing_can_be_written_through_memsyncs_connection(mem0_database: str) 
     database.close()
 
 
+def test_every_transaction_is_read_only_even_where_the_sessions_default_is_lost(
+    mem0_database: str,
+) -> None:
+    """The second safeguard alone: a session whose read-only default did not hold (a pooler that
+    drops the startup options, a role's own setting) still cannot write, because every
+    transaction memsync opens is READ ONLY."""
+    database = ServerDatabase("cloud", Secret(mem0_database, "$MEM0_DB_URL"))
+    database.census(USER, {})
+    conn = database._connection()
+    conn.execute("SET default_transaction_read_only = off")  # the first safeguard gone
+    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction), conn.transaction():
+        conn.execute("DELETE FROM memories")
+    database.close()
+
+
 def test_a_role_granted_select_alone_is_enough(postgres: Any, mem0_database: str) -> None:
     double = Mem0ServerDouble(api_key=ADMIN, database_url=mem0_database)
     double.insert_many(["alice likes tea"], user_id="alice")
@@ -253,6 +268,41 @@ def test_a_wrong_password_is_one_line_that_carries_neither_the_url_nor_the_passw
     assert "s3cret-Pa55word" not in message and wrong not in message
     assert "$MEM0_DB_URL" in message and "password authentication failed" in message
     assert "\n" not in message
+
+
+def test_a_database_that_does_not_answer_is_one_line() -> None:
+    """libpq's error for a refused connection runs over two lines ("Is the server running on
+    that host...?"): the first is said, with where the URL comes from."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"postgresql://memsync:s3cret-Pa55word@127.0.0.1:{port}/mem0"
+    database = ServerDatabase("cloud", Secret(url, "$MEM0_DB_URL"))
+    with pytest.raises(ProviderError) as caught:
+        database.census(USER, {})
+    message = str(caught.value)
+    assert "Connection refused" in message and "$MEM0_DB_URL" in message
+    assert "\n" not in message and "s3cret-Pa55word" not in message
+
+
+def test_a_password_libpq_splits_into_the_host_is_not_printed_in_any_part(
+    postgres: Any, mem0_database: str
+) -> None:
+    """A password holding an unencoded '@' (as a generated one may): libpq takes what follows
+    it for the host and its error quotes that host, the password's tail with it."""
+    dbname = mem0_database.rsplit("/", 1)[1]
+    password = "Pa55@word-s3cret"
+    postgres.execute(f"CREATE ROLE at_sign LOGIN PASSWORD '{password}'")
+    url = postgres.url(dbname, "at_sign", password)  # written as a user pastes it: unencoded
+    database = ServerDatabase("cloud", Secret(url, "$MEM0_DB_URL"))
+    with pytest.raises(MemsyncError) as caught:
+        database.census(USER, {})
+    message = str(caught.value)
+    for part in (password, "word-s3cret", "Pa55"):
+        assert part not in message, message
+    assert "$MEM0_DB_URL" in message and "\n" not in message
 
 
 def test_a_url_libpq_cannot_read_is_a_config_error_without_the_password() -> None:

@@ -4,11 +4,12 @@ A real local Mem0 store (the old agents') and a real mnem store (the new agents'
 SDK `make demo` builds as `make test` does) are the two sides of a cutover, plus a directory
 of PMM backups. The demo seeds them as applications would, runs the real `memsync` commands
 in a throwaway MEMSYNC_HOME, changes both sides (an add, an edit, a delete, one conflict),
-syncs again, and proves with `memsync verify` that both hold the same memories. Two memories
-show that text is carried byte for byte: one spelled in decomposed Unicode (NFD), one padded
-with spaces and a newline; the demo reads them back from the new side and the backup. The
-mnem agent also keeps a chat session the way mnem's session adapters do, with a counter node
-beside it that `exclude` keeps out of Mem0.
+syncs again, and proves with `memsync verify` that both hold the same memories, the conflict
+settled for the later edit (under `conflict = "newest"`, a mnem edit is as new as the commit
+that made it). Two memories show that text is carried byte for byte: one spelled in decomposed
+Unicode (NFD), one padded with spaces and a newline; the demo reads them back from the new side
+and the backup. The mnem agent also keeps a chat session the way mnem's session adapters do,
+with a counter node beside it that `exclude` keeps out of Mem0.
 
 Where the mnem SDK cannot be built (no Rust toolchain, no ../shared), a second Mem0 store
 takes the new side, and the demo says why.
@@ -227,6 +228,16 @@ def show_counter_stays(home: Path) -> None:
     print(f"{COUNTER} = {counter} in mnem only; the session's item reached old and backup")
 
 
+def show_newest_won(home: Path) -> None:
+    """The memory both sides edited holds the later edit everywhere: the new side's."""
+    print("\n# the newest edit won: the tea memory was edited on the new side last")
+    with Application(home, "old") as old:
+        in_old = old.texts()
+    if "Prefers matcha over coffee" not in in_old or "Prefers green tea over coffee" in in_old:
+        raise SystemExit("demo: the later edit (the new side's) did not win")
+    print("old now holds 'Prefers matcha over coffee', the edit made after Mem0's")
+
+
 def sdk_importable() -> bool:
     try:
         importlib.import_module("mnem")
@@ -297,6 +308,7 @@ def main() -> None:
 
     run(home, "sync")
     run(home, "verify", "old", "new")
+    show_newest_won(home)
     run(home, "conflicts", "--all")
     run(home, "status")
     run(home, "export", "--provider", "backup")

@@ -35,6 +35,8 @@ def _print_cycle(report: CycleReport) -> None:
                 line += f", skipped {len(mirror.skipped)}"
         if mirror and mirror.rolled_back:
             line += f", rolled back {mirror.rolled_back}"
+        if mirror and mirror.undated:
+            line += f", {mirror.undated} undated"  # versions mnem's log walk did not reach
         if outcome.adopted:
             line += f", {'would adopt' if report.dry_run else 'adopted'} {outcome.adopted}"
         if outcome.written or outcome.failed:
@@ -127,8 +129,8 @@ def sync(
 
     \b
     --json prints: providers.NAME.{state, listed, added, changed, removed, rolled_back,
-    skipped[{id, reason}], complete, partial_reason, refused, refused_by, written, failed,
-    adopted}, actions[{action (create, update, delete, adopt), memory, provider, from}],
+    undated, skipped[{id, reason}], complete, partial_reason, refused, refused_by, written,
+    failed, adopted}, actions[{action (create, update, delete, adopt), memory, provider, from}],
     replayed{create, update, delete},
     failures[{provider, action, link_id, error, dead}],
     provider_failures[{provider, reason, scopes, exit_code, line}], conflicts[{id, link_id,

@@ -121,6 +121,7 @@ class Engine:
     def _use(self, provider: Provider) -> Provider:
         """Open a provider for the rest of this cycle (may raise ProviderBusy)."""
         if provider.name not in self._opened:
+            provider.keep_commits_in(self.store.store_commits)
             provider.open()
             _set_aside_the_heap()
             self._opened.add(provider.name)

@@ -40,7 +40,7 @@ from memsync.engine import unsynced
 from memsync.engine.excluded import MirrorExclusion
 from memsync.engine.mirror_result import DeleteLimits, MirrorResult
 from memsync.engine.mirror_rollbacks import RollbackWatch
-from memsync.providers.base import Listing, Provider
+from memsync.providers.base import Listing, Provider, VersionDates
 from memsync.staging.journal import journal_row
 from memsync.staging.records import StagedRef, TokenRefresh
 from memsync.staging.store import StagingStore, record_row
@@ -146,7 +146,7 @@ class Mirror:
         if empty:  # never carried, whatever the provider did: memsync writes no empty memory
             skipped = [*skipped, *(Skipped(r.id, "empty content") for r in empty)]
             records = [r for r in records if not r.is_blank]
-        dates = self._first_dates(records)  # before the transaction: the store may take a while
+        dates = self._version_dates(records)  # before the transaction: the store may take a while
         with self.store.transaction():
             now = utc_now_iso()  # the page's journal entries, one transaction, one instant
             fresh = self._first_sightings(records)
@@ -159,8 +159,10 @@ class Mirror:
             for record in fresh:
                 old = existing.get(record.id)
                 if record.created_at is None:
-                    dated = old.created_at if old is not None else dates.get(record.id)
+                    dated = old.created_at if old is not None else dates.created_at.get(record.id)
                     record = replace(record, created_at=dated or self.first_seen_at)
+                if record.updated_at is None and record.id in dates.updated_at:
+                    record = replace(record, updated_at=dates.updated_at[record.id])
                 if old is None:
                     link_id = self.provider.origin_of(record)
                     upserts.append(record_row(name, link_id, record, self.run_id))
@@ -218,15 +220,31 @@ class Mirror:
         self.result.skipped.extend(skipped)
         self.result.listed += len(fresh)
 
-    def _first_dates(self, records: list[Record]) -> dict[str, str]:
-        """When the store says it got each memory memsync sees for the first time without a
-        created_at (``Provider.first_dates``): asked once per memory, never per cycle."""
-        undated = [r.id for r in records if r.created_at is None]
+    def _version_dates(self, records: list[Record]) -> VersionDates:
+        """When the store made what this page lists, where the listing does not say (mnem, see
+        ``Provider.version_dates``): the created_at of memories memsync sees for the first
+        time, and the updated_at of versions it has not staged. Asked once per memory and
+        version, never per cycle."""
+        dates_versions = self.provider.capabilities.dates_versions
+        undated = [
+            r for r in records if r.created_at is None or (dates_versions and r.updated_at is None)
+        ]
         if not undated:
-            return {}
-        staged = self.records.staged_versions(self.provider.name, undated)
-        new = [record_id for record_id in undated if record_id not in staged]
-        return self.provider.first_dates(new) if new else {}
+            return VersionDates()
+        staged = self.records.staged_versions(self.provider.name, [r.id for r in undated])
+        created = [r.id for r in undated if r.created_at is None and r.id not in staged]
+        updated = {
+            r.id: r.version
+            for r in undated
+            if dates_versions
+            and r.updated_at is None
+            and (r.id not in staged or staged[r.id].version != r.version)
+        }
+        if not created and not updated:
+            return VersionDates()
+        dates = self.provider.version_dates(created, updated)
+        self.result.undated += dates.undated
+        return dates
 
     def _carry_over(self, record: Record, version: str | None) -> Record:
         """A detached record (see Record.detached) with what its store could not keep taken

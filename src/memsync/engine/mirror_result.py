@@ -41,6 +41,7 @@ class MirrorResult:
     excluded: int = 0  # records its exclude covers (memsync.base.exclude)
     excluded_copies: dict[str, int] = field(default_factory=dict)  # made before the rule
     outside: int | None = None  # records outside the store's layout (Listing.outside)
+    undated: int = 0  # versions listed whose time the store could not tell (a walk cut short)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -59,4 +60,5 @@ class MirrorResult:
             **({"excluded": self.excluded} if self.excluded else {}),
             **({"excluded_copies": self.excluded_copies} if self.excluded_copies else {}),
             **({"outside": self.outside} if self.outside is not None else {}),
+            **({"undated": self.undated} if self.undated else {}),
         }

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import builtins
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import TracebackType
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from memsync.base.errors import ProviderError
 from memsync.base.exclude import NO_EXCLUSION, Exclusion
@@ -67,6 +67,9 @@ class Capabilities:
     # batch (mnem 0.0.7 rewrites its whole state map at each commit): replay then sizes its
     # batches to the store, so that the commits of a large copy cost about what one would.
     commits_scan_store: bool = False
+    # A version's updated_at is not in the listing: the store tells when each version was made
+    # only when asked (``version_dates``: mnem, from the commit that made it).
+    dates_versions: bool = False
     # Keeps each memory's past (Mem0's history: every add, edit and delete), which ``history``
     # reads, so that a store that keeps versions can begin with it (``import_history``).
     history: bool = False
@@ -149,6 +152,27 @@ class SimpleListing(Listing):
         yield from self._pages
         if self._complete_when_exhausted and self.partial_reason is None:
             self.complete = True
+
+
+@dataclass
+class VersionDates:
+    """When versions were made, as ``Provider.version_dates`` answers: ISO instants by id.
+    ``undated``: how many of those asked the store could not tell (a walk cut short)."""
+
+    created_at: dict[str, str] = field(default_factory=dict)
+    updated_at: dict[str, str] = field(default_factory=dict)
+    undated: int = 0
+
+
+class CommitBook(Protocol):
+    """Where a provider keeps what it read or made of its store's commits between runs (the
+    staging store's ``store_commits``): rows of (commit id, time in ms, changes as JSON)."""
+
+    def commits(self, store: str, commit_ids: Sequence[str]) -> dict[str, tuple[int, str]]: ...
+
+    def keep(self, store: str, rows: Iterable[tuple[str, int, str]], now: float) -> None: ...
+
+    def forget_below(self, store: str, above: Collection[str], now: float) -> None: ...
 
 
 @dataclass
@@ -259,11 +283,18 @@ class Provider(ABC):
     @abstractmethod
     def get(self, provider_id: str) -> Record | None: ...
 
-    def first_dates(self, provider_ids: list[str]) -> dict[str, str]:
-        """When the store got each of these memories, for those it lists without a created_at
-        (mnem: the commit that added a node an agent wrote): ISO instants by id, for the ids it
-        can tell. Asked once, when memsync first sees a memory; unknown ones are dated then."""
-        return {}
+    def version_dates(self, created: list[str], updated: Mapping[str, str | None]) -> VersionDates:
+        """When the store got the memories CREATED, listed without a created_at (mnem: the
+        commit that added a node an agent wrote), and when it made the versions UPDATED
+        (memory id -> its listed version token), listed without an updated_at (mnem: the
+        commit that last wrote the node; asked only with ``Capabilities.dates_versions``).
+        Asked once per memory and version, of the last listing, when memsync first sees them;
+        unknown created_at are dated then, unknown updated_at stay None."""
+        return VersionDates()
+
+    def keep_commits_in(self, book: CommitBook) -> None:
+        """Where the provider may keep what it read of its store's commits between runs (the
+        staging store's); a provider without commits has nothing to keep."""
 
     def hidden_records(self) -> list[Record]:
         """Memories the store keeps but no longer serves (mnem's expiry tombstones), so that

@@ -99,12 +99,15 @@ class HeldStore:
     Store (and mnem's lock with it) once the process lets go of it.
     """
 
-    __slots__ = ("_store", "lane", "root")
+    __slots__ = ("_store", "lane", "notes", "root")
 
     def __init__(self, store: Any, lane: Lane, root: Path) -> None:
         self._store = store
         self.lane = lane
         self.root = root
+        # What its users learn of the store and share while it is held (mnem's ``commits``:
+        # the commits the agents' writes made, for the daemon's cycles to date them).
+        self.notes: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
         with self.lane.held():

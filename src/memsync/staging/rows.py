@@ -16,7 +16,10 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (provider, provider_id) DO UPDATE SET
     link_id = excluded.link_id, content = excluded.content, metadata = excluded.metadata,
     scope_key = excluded.scope_key, created_at = excluded.created_at,
-    updated_at = excluded.updated_at, version = excluded.version,
+    updated_at = CASE  -- a write that left a version as it was (its store said nothing of when)
+        WHEN excluded.updated_at IS NULL AND excluded.version = records.version
+        THEN records.updated_at ELSE excluded.updated_at END,
+    version = excluded.version,
     provenance = excluded.provenance, origin = excluded.origin,
     content_hash = excluded.content_hash, fingerprint = excluded.fingerprint,
     fp_version = excluded.fp_version, seen_run = excluded.seen_run,

@@ -403,6 +403,23 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE conflicts ADD COLUMN rolled_back TEXT;
         """,
     ),
+    Migration(
+        9,
+        "store commits: what memsync read or made of a versioned store's commits (mnem)",
+        """
+        -- A commit of a versioned store (mnem) as memsync read it or made it: its time and
+        -- which nodes it wrote or forgot, so that no commit is read from the store twice
+        -- (staging/store_commits.py). A cache: a row lost costs a read, never a memory.
+        CREATE TABLE store_commits (
+            store TEXT NOT NULL,  -- the store's identity (its path and branch)
+            commit_id TEXT NOT NULL,
+            time_ms INTEGER NOT NULL,  -- the commit's own time (a backdated one's too)
+            changes TEXT NOT NULL,  -- JSON: {"made": {node: version}, "removed": [...], ...}
+            kept_at REAL NOT NULL,  -- when memsync kept it (Unix seconds)
+            PRIMARY KEY (store, commit_id)
+        ) WITHOUT ROWID;
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

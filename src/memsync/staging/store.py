@@ -37,6 +37,7 @@ from memsync.staging.rows import RECORD_COLUMNS, dumps, record_row, row_record
 from memsync.staging.runs import Runs
 from memsync.staging.schema import LATEST, MIGRATIONS
 from memsync.staging.status_counts import StatusCounts
+from memsync.staging.store_commits import StoreCommits
 from memsync.staging.verify_results import VerifyResults
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ class StagingStore:
         self.probe_tokens = ProbeTokens(conn)
         self.cycle_outcomes = CycleOutcomes(conn)
         self.excluded = ExcludedRecords(conn)
+        self.store_commits = StoreCommits(conn)
 
     @functools.cached_property
     def db(self) -> sqlite_utils.Database:

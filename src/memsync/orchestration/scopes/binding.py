@@ -17,7 +17,14 @@ from memsync.base.records import Outgoing, Record
 from memsync.base.scopes import Scope
 from memsync.config import Config
 from memsync.config.scoping import scoped_config_keys
-from memsync.providers.base import Listing, Provider, WriteOp, WriteResult
+from memsync.providers.base import (
+    CommitBook,
+    Listing,
+    Provider,
+    VersionDates,
+    WriteOp,
+    WriteResult,
+)
 
 
 class Unavailable(Provider):
@@ -117,8 +124,11 @@ class InScope(Provider):
     def get(self, provider_id: str) -> Record | None:
         return self.inner.get(provider_id)
 
-    def first_dates(self, provider_ids: list[str]) -> dict[str, str]:
-        return self.inner.first_dates(provider_ids)
+    def version_dates(self, created: list[str], updated: Mapping[str, str | None]) -> VersionDates:
+        return self.inner.version_dates(created, updated)
+
+    def keep_commits_in(self, book: CommitBook) -> None:
+        self.inner.keep_commits_in(book)
 
     def create(self, item: Outgoing) -> Record:
         return self.inner.create(self._outside(item))

@@ -25,6 +25,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ from memsync.orchestration.serve.wire import (
     socket_path,
 )
 from memsync.providers.held import HeldStore, HeldStores
+from memsync.providers.mnem.commits import note_served, now_ms, staged_entry
 from memsync.providers.mnem.holder import process
 from memsync.providers.mnem.in_flight import InFlight, store_identity, unstage_left_behind
 from memsync.providers.mnem.opening import open_at
@@ -311,7 +313,9 @@ def _peer(sock: socket.socket) -> str | None:
 
 class _CommitPoint:
     """The store as a write sees it, with the crash tests' fault point between its staged
-    changes and their commit (``serve:staged``)."""
+    changes and their commit (``serve:staged``); each commit it makes is noted on the held
+    store with its time and what it wrote, so the daemon's cycle dates the agent's versions
+    without reading the commit back from mnem (``providers/mnem/commits``)."""
 
     def __init__(self, store: HeldStore) -> None:
         self._shared = store
@@ -319,9 +323,15 @@ class _CommitPoint:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._shared, name)
 
-    def commit(self, *args: Any, **kwargs: Any) -> Any:
+    def commit(self, message: str, **kwargs: Any) -> Any:
         fault_point("serve:staged")
-        return self._shared.commit(*args, **kwargs)
+        if kwargs.get("time_ms") is None:
+            kwargs["time_ms"] = now_ms()  # the SDK's own default, taken here to be known
+        time_ms = int(kwargs["time_ms"])
+        written = staged_entry(self._shared, "", time_ms)
+        commit = self._shared.commit(message, **kwargs)
+        note_served(self._shared, [replace(written, commit=str(commit))])
+        return commit
 
 
 def _unstage(store: Any, nodes: list[str]) -> None:

@@ -199,12 +199,18 @@ class ServerDatabase:
 
     def _password(self) -> list[Secret]:
         """The URL's password, as libpq reads it and as it is written (a URL libpq cannot
-        parse may still be quoted in part)."""
+        parse may still be quoted in part). Written with an unencoded @ / : ? or #, libpq reads
+        the rest as the host, port or database, which its errors quote: so each piece of the
+        password as written (up to the URL's last @) goes too, from four characters up."""
         url = self.url.reveal()
         found: list[str] = []
         written = re.search(r"://[^:/@?#]*:([^@]*)@", url)
         if written:
             found.append(written.group(1))
+        whole = re.search(r"://[^:/@?#]*:(.*)@", url)
+        if whole:
+            found.append(whole.group(1))
+            found += [p for p in re.split(r"[@/:?#,]", whole.group(1)) if len(p) >= 4]
         try:
             from psycopg.conninfo import conninfo_to_dict
 
@@ -213,7 +219,8 @@ class ServerDatabase:
             parsed = None
         if parsed:
             found.append(str(parsed))
-        return [Secret(p, self.url.source) for p in found if p]
+        longest_first = sorted({p for p in found if p}, key=len, reverse=True)
+        return [Secret(p, self.url.source) for p in longest_first]
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None

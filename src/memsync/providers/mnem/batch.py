@@ -1,20 +1,21 @@
 """One ``write_many`` call as one mnem commit: every op planned (``batch_plan``), then staged and
 committed together.
 
-The commit has author ``memsync`` and a message that says what moved; none is made when
-nothing changed. Deletes are ``rm`` (a tombstone; history keeps the node). A failed batch is
-unstaged, and a memory written already expired, or one Dream retired, is forgotten right after
-(see ``expiry``). A create of a node nobody knew is staged, and one ``diff`` of the staged batch
-against the head (one pass over the store, whatever the batch's size) tells which of them named
-a node that exists; those are decided as the plan decides a create over a node before the
-commit, and unstaged when they must not be written.
+The commit has author ``memsync``, a message that says what moved, and memsync's clock; what it
+wrote is noted with it for ``dates``; none is made when nothing changed. Deletes are
+``rm`` (a tombstone; history keeps the node). A failed batch is unstaged, and a memory written
+already expired, or one Dream retired, is forgotten right after (see ``expiry``). A create of
+a node nobody knew is staged, and one ``diff`` of the staged batch against the head (one pass
+over the store, whatever the batch's size) tells which of them named a node that exists; those
+are decided as the plan decides a create over a node before the commit, and unstaged when they
+must not be written.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from memsync.base.errors import ProviderError
@@ -22,7 +23,8 @@ from memsync.base.faults import killed_inside
 from memsync.base.records import is_expired
 from memsync.providers.base import WriteOp, WriteResult
 from memsync.providers.mnem.batch_plan import BatchPlan, NodeIdCollision, Step
-from memsync.providers.mnem.convert import NodeSpec, record_from_node
+from memsync.providers.mnem.commits import CommitEntry, now_ms
+from memsync.providers.mnem.convert import NodeSpec, iso_from_ms, record_from_node
 from memsync.providers.mnem.expiry import forget_expired, forget_retired
 from memsync.providers.mnem.handle import AUTHOR, detached
 
@@ -124,13 +126,33 @@ class BatchWrite(BatchPlan):
             lambda: bool(handle.store.staged() or handle.store.staged_deletions()),
         ):
             message = commit_message([s for s in self.staged if s.action in ("add", "rm")])
+            time_ms = now_ms()
             with killed_inside("mnem:commit"):
                 commit = handle.sdk_call(
-                    "commit the batch", lambda: handle.store.commit(message, author=AUTHOR)
+                    "commit the batch",
+                    lambda: handle.store.commit(message, author=AUTHOR, time_ms=time_ms),
                 )
             handle.meanwhile.wrote(commit)
+            self._dated(commit, time_ms)
         self.committed += self.staged
         self.staged = []
+
+    def _dated(self, commit: str, time_ms: int) -> None:
+        """What the commit wrote is noted with it, so that the listings to come date it
+        without asking mnem (see ``dates``), and each record written is dated: by its source's
+        updated_at when the memory has one (a copy of an edit made elsewhere, or memsync's
+        fields written back under an agent's edit, is as old as that edit), else by the commit."""
+        made: dict[str, str | None] = {}
+        removed: set[str] = set()
+        for step in self.staged:
+            if step.action == "add" and step.record is not None:
+                item = step.op.item
+                when = item.updated_at if item is not None and item.updated_at else None
+                step.record = replace(step.record, updated_at=when or iso_from_ms(time_ms))
+                made[step.node_id] = step.record.version
+            elif step.action == "rm":
+                removed.add(step.node_id)
+        self.handle.commits.note(CommitEntry(commit, time_ms, made, frozenset(removed)))
 
     def _verify_unknown_creates(self, staged: list[Step]) -> None:
         """Creates of nodes nobody knew are staged by now (those in STAGED): one diff of the

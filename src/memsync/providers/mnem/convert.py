@@ -31,7 +31,9 @@
   Dream retired is forgotten, see ``expiry``).
 - **Version token.** sha256 over the node's canonical JSON: it changes exactly when mnem's
   own node object id does (content, kind, provenance or event_time).
-- **updated_at** is not known per node (it would take a blame per node) and is left empty.
+- **updated_at** is no field of a node: a version is as new as the commit that made it, which
+  the listing does not read (a blame per node); the mirror asks ``dates`` for the versions it
+  has not staged. A record made here leaves it empty.
 
 Agent rewrites: an agent that edits a memory through mnem's own API (``mnem.agents.remember``,
 ``Store.add``) replaces the whole node, memsync's note with it. Such a node is read with

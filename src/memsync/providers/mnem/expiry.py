@@ -24,6 +24,7 @@ from functools import partial
 from memsync.base import records
 from memsync.base.errors import ProviderError
 from memsync.base.records import Record
+from memsync.providers.mnem.commits import CommitEntry, now_ms
 from memsync.providers.mnem.convert import expired_in_note, record_from_node, retired_in_note
 from memsync.providers.mnem.handle import AUTHOR, StoreHandle
 
@@ -74,10 +75,11 @@ def _forget(handle: StoreHandle, node_ids: list[str], why: str) -> None:
         try:
             for node_id in node_ids:
                 handle.sdk_call(f"forget node {node_id!r}", partial(handle.store.rm, node_id))
+            time_ms = now_ms()
             commit = handle.sdk_call(
                 "commit the forgotten",
                 lambda: handle.store.commit(
-                    f"{EXPIRED_COMMIT} {len(node_ids)} {why}", author=AUTHOR
+                    f"{EXPIRED_COMMIT} {len(node_ids)} {why}", author=AUTHOR, time_ms=time_ms
                 ),
             )
         except ProviderError:
@@ -86,6 +88,7 @@ def _forget(handle: StoreHandle, node_ids: list[str], why: str) -> None:
             raise
         handle.in_flight.clear()
         handle.meanwhile.wrote(commit)
+        handle.commits.note(CommitEntry(commit, time_ms, removed=frozenset(node_ids)))
 
 
 def forgotten_as_expired(handle: StoreHandle, node_id: str) -> bool:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -33,8 +34,9 @@ from types import ModuleType
 from typing import Any, Self, TypeVar
 
 from memsync.base.errors import ProviderError, TransientProviderError
-from memsync.providers.base import Provider
+from memsync.providers.base import CommitBook, Provider
 from memsync.providers.held import HeldStore, HeldStores
+from memsync.providers.mnem.commits import KnownCommits, notes_of
 from memsync.providers.mnem.in_flight import InFlight, store_identity, unstage_left_behind
 from memsync.providers.mnem.layouts import MEM0, Layout
 from memsync.providers.mnem.meanwhile import Meanwhile
@@ -89,6 +91,8 @@ class StoreHandle(Provider):
         self._in_flight: InFlight | None = None
         self._borrowed_at: Path | None = None  # the key of the Store borrowed from ``held``
         self.meanwhile = Meanwhile()  # what others committed since memsync last read the store
+        self.commit_book: CommitBook | None = None  # the staging store's (``keep_commits_in``)
+        self._own_commits = KnownCommits()  # commits noted on a Store opened for memsync alone
 
     @classmethod
     def attached(
@@ -125,6 +129,35 @@ class StoreHandle(Provider):
         if self._resolved is None:
             self._resolved = self.path.expanduser().resolve()
         return self._resolved
+
+    def commits_key(self) -> str:
+        """The store's name in the commit book: its path and branch (one for all its scopes)."""
+        return store_identity(self._where(), self.branch)
+
+    # commits memsync knows (see ``commits``) ---------------------------------------------
+
+    @property
+    def commits(self) -> KnownCommits:
+        """The commits noted for this store: a held store's are shared by everyone in the
+        daemon (the agents' commits it served among them)."""
+        return notes_of(self._store) or self._own_commits
+
+    def keep_commits_in(self, book: CommitBook) -> None:
+        self.commit_book = book
+
+    def save_commits(self) -> None:
+        """Keep the commits noted since the last save in the commit book (when there is one).
+        The book is a cache: when it cannot be written, the commits are read again later."""
+        if self.commit_book is None:
+            return
+        entries = self.commits.take_unsaved()
+        if not entries:
+            return
+        rows = [(e.commit, e.time_ms, e.encoded()) for e in entries]
+        try:
+            self.commit_book.keep(self.commits_key(), rows, time.time())
+        except Exception as exc:  # a cache: never the reason a cycle fails
+            log.warning("%s: could not keep %d commit(s) read: %s", self.name, len(rows), exc)
 
     # lifecycle ----------------------------------------------------------------------------
 
@@ -165,6 +198,7 @@ class StoreHandle(Provider):
 
     def close(self) -> None:
         """Drop every reference to the Store: mnem releases its lock only when it is collected."""
+        self.save_commits()
         if self._borrowed_at is not None and self.held is not None:
             key, self._borrowed_at, self._store = self._borrowed_at, None, None
             self.held.give_back(key)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from memsync.base.history.report import FOLDED, HistoryReport
 from memsync.base.history.timeline import MemoryPast, Timeline, Version
 from memsync.base.history.windows import Plan, Step, plan_history
 from memsync.base.records import Outgoing, Record, canonical_json, is_expired
+from memsync.providers.mnem.commits import CommitEntry, now_ms
 from memsync.providers.mnem.convert import NodeSpec, node_spec, node_version
 from memsync.providers.mnem.expiry import forget_expired, forget_retired
 from memsync.providers.mnem.handle import AUTHOR, StoreHandle
@@ -108,8 +110,9 @@ def import_history(
         f"{report.memories} memories in {report.commits} commits by {plan.window}); "
         "memsync syncs from here"
     )
-    with handle.writing():
-        _commit(handle, message, None)
+    with handle.writing():  # after the tombstones' commits, never at their very millisecond
+        newest = handle.sdk_call("read the log", lambda: handle.store.log(limit=1))
+        _commit(handle, message, max(now_ms(), int(newest[0].time) + 1 if newest else 0))
     report.written = True
     report.heads = {w.past.origin for w in written if w.version.head}
     return report
@@ -215,7 +218,7 @@ def _write(handle: StoreHandle, timeline: Timeline, plan: Plan, written: list[_W
             try:
                 for node in nodes:
                     removing += _stage(handle, node)
-                _commit(handle, commit.message, commit.at_ms, author=commit.author)
+                _commit(handle, commit.message, commit.at_ms, author=commit.author, nodes=nodes)
             except ProviderError:
                 if handle.unstage([w.node_id for w in nodes]):
                     handle.in_flight.clear()
@@ -246,12 +249,24 @@ def _stage(handle: StoreHandle, written: _Written) -> float:
     return 0.0
 
 
-def _commit(handle: StoreHandle, message: str, at_ms: int | None, *, author: str = AUTHOR) -> None:
+def _commit(
+    handle: StoreHandle,
+    message: str,
+    at_ms: int,
+    *,
+    author: str = AUTHOR,
+    nodes: Sequence[_Written] = (),
+) -> None:
+    """One commit at AT_MS of what is staged (NODES' versions), noted with what it wrote, so
+    that the dating of versions (``dates``) reads this history without asking mnem."""
     commit = handle.sdk_call(
         "commit Mem0's history",
         lambda: handle.store.commit(message, author=author, time_ms=at_ms),
     )
     handle.meanwhile.wrote(commit)
+    made = {w.node_id: w.spec.identity() for w in nodes if w.spec is not None}
+    removed = frozenset(w.node_id for w in nodes if w.spec is None)
+    handle.commits.note(CommitEntry(commit, at_ms, made, removed))
 
 
 def _check_head(handle: StoreHandle, heads: dict[str, NodeSpec]) -> None:

@@ -8,7 +8,7 @@ Either way it is paged here, ``PAGE_SIZE`` records a page, and complete once eve
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -64,21 +64,32 @@ class Vanished:
     kind: str = "removed"
 
 
-def added_then_removed(store: Any, cursor: str, changes: list[Any]) -> list[Vanished]:
+def added_then_removed(
+    store: Any,
+    cursor: str,
+    changes: list[Any],
+    written: Callable[[str], Iterable[str] | None] = lambda commit: None,
+) -> list[Vanished]:
     """Nodes a commit after the cursor added and a later one removed, as removals.
 
     The tree diff cursor..head cannot show them, yet the mirror may hold one: memsync
     writes after it lists, so a node it wrote and an agent then forgot is in neither
     tree. Only memsync's own commits after the cursor can have written such a node, so
-    only they are read, and only when another commit follows the cursor too.
+    only they are looked at, and only when another commit follows the cursor too: what
+    memsync noted of them (WRITTEN: the nodes a commit wrote, None when not noted), else
+    what mnem says (``changed_by``, a scan of the store in mnem 0.0.7).
     """
-    commits = _commits_since(store, cursor)
+    commits = commits_since(store, cursor)
     if commits is None or len(commits) < 2:
         return []
     listed = {change.id for change in changes}
     touched: set[str] = set()
     for commit in commits:
         if commit.author != AUTHOR:
+            continue
+        noted = written(commit.id)
+        if noted is not None:
+            touched.update(noted)
             continue
         changed = store.changed_by(commit.id)  # against its parent: cheaper than a diff
         touched.update(node_id for node_id, kind in changed.items() if kind != "removed")
@@ -89,7 +100,7 @@ def added_then_removed(store: Any, cursor: str, changes: list[Any]) -> list[Vani
     ]
 
 
-def _commits_since(store: Any, cursor: str) -> list[Any] | None:
+def commits_since(store: Any, cursor: str) -> list[Any] | None:
     """The first-parent commits after CURSOR, newest first (None: not on that line)."""
     limit = 16
     while True:

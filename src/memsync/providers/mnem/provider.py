@@ -9,6 +9,7 @@ the one open Store and the SDK's errors are ``handle``'s; one ``write_many`` is 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any, Protocol
@@ -16,23 +17,38 @@ from typing import Any, Protocol
 from memsync.base.history import HistoryReport, Timeline
 from memsync.base.records import Outgoing, Record, Skipped
 from memsync.base.scopes import Scope
-from memsync.providers.base import Capabilities, Listing, Page, Provider, WriteOp, WriteResult
+from memsync.providers.base import (
+    Capabilities,
+    Listing,
+    Page,
+    Provider,
+    VersionDates,
+    WriteOp,
+    WriteResult,
+)
 from memsync.providers.discovery import Discovery
 from memsync.providers.mnem.batch import BatchWrite
+from memsync.providers.mnem.commits import CommitEntry
 from memsync.providers.mnem.convert import (
     BARE_VERSION,
     CONTENT_JSON_KEY,
     CONTENT_KIND_KEY,
     NATIVE_FIELDS,
+    iso_from_ms,
     record_from_node,
 )
-from memsync.providers.mnem.dates import CommitDates
+from memsync.providers.mnem.dates import CommitDates, Floor
 from memsync.providers.mnem.expiry import forget_expired, hidden_records, sweep_expired_daily
 from memsync.providers.mnem.handle import StagedChangesPresent, StoreHandle
 from memsync.providers.mnem.history_import import import_history, refusal
 from memsync.providers.mnem.known import KnownNodes
 from memsync.providers.mnem.layouts import MEM0, VALUE_KEY
-from memsync.providers.mnem.listing import MnemListing, added_then_removed, paged
+from memsync.providers.mnem.listing import (
+    MnemListing,
+    added_then_removed,
+    commits_since,
+    paged,
+)
 
 log = logging.getLogger("memsync.mnem")
 
@@ -64,6 +80,7 @@ class MnemProvider(StoreHandle):
         batch_writes=True,
         timestamps=True,
         commits_scan_store=True,
+        dates_versions=True,
     )
 
     native_provenance = frozenset(
@@ -141,11 +158,13 @@ class MnemProvider(StoreHandle):
         sweep_expired_daily(self)
         head = self._listed_head()
         self._listed_at(head)
+        self._dated_from, self._floor = head, None  # what ``version_dates`` reads from
         if cursor is not None and cursor == head:
             return MnemListing("incremental", head, lambda listing: iter(()))
         if cursor is not None and head is not None:
             changes = self._changes_since(cursor, head)
             if changes is not None:
+                self._floor = Floor(cursor, {change.id: change.kind for change in changes})
                 return MnemListing(
                     "incremental", head, lambda listing: self._delta(listing, changes)
                 )
@@ -177,7 +196,24 @@ class MnemProvider(StoreHandle):
                 self.path,
             )
             return None
-        return changes + added_then_removed(self.store, cursor, changes)
+        self._forget_commits_below(cursor)
+        return changes + added_then_removed(self.store, cursor, changes, self._written_by)
+
+    def _written_by(self, commit: str) -> list[str] | None:
+        """The nodes COMMIT wrote, as memsync noted them (None: not noted)."""
+        entry = self.commits.get(commit)
+        if entry is None and self.commit_book is not None:
+            kept = self.commit_book.commits(self.commits_key(), [commit]).get(commit)
+            entry = None if kept is None else CommitEntry.decoded(commit, *kept)
+        return None if entry is None else list(entry.made)
+
+    def _forget_commits_below(self, cursor: str) -> None:
+        """The commit book keeps only commits a listing has yet to go past (``commits``)."""
+        if self.commit_book is None:
+            return
+        since = commits_since(self.store, cursor)
+        if since is not None:
+            self.commit_book.forget_below(self.commits_key(), [c.id for c in since], time.time())
 
     def _delta(self, listing: Listing, changes: list[Any]) -> Iterator[Page]:
         scope, layout = self.scope_key(), self.layout
@@ -241,13 +277,44 @@ class MnemProvider(StoreHandle):
         record = record_from_node(node, self.scope_key(), self.layout)
         return record if isinstance(record, Record) else None
 
-    _dates: CommitDates | None = None  # the log walked so far while open (``dates``)
+    _dates: CommitDates | None = None  # the log walked so far from the listed head (``dates``)
+    _dated_from: str | None = None  # the head the last listing read
+    _floor: Floor | None = None  # that listing's cursor and diff, when it was incremental
 
-    def first_dates(self, provider_ids: list[str]) -> dict[str, str]:
-        """The commits that added these nodes (agents' nodes carry no event_time): ``dates``."""
-        if self._dates is None:
-            self._dates = CommitDates(self)
-        return self._dates.created_at(provider_ids)
+    def version_dates(self, created: list[str], updated: Mapping[str, str | None]) -> VersionDates:
+        """The commits that added these nodes and made these versions (``dates``)."""
+        return self._dated(self._walk(), created, updated)
+
+    def _walk(self) -> CommitDates | None:
+        """The walk of the log from the head the last listing read (None: the store has none)."""
+        head = self._dated_from
+        if head is None:
+            return None
+        if self._dates is None or self._dates.head != head:
+            self._dates = CommitDates(self, head, self.commits)
+        return self._dates
+
+    def _dated(
+        self, walk: CommitDates | None, created: list[str], updated: Mapping[str, str | None]
+    ) -> VersionDates:
+        if walk is None:
+            return VersionDates(undated=len(updated))
+        was_cut_short = walk.cut_short
+        added, made = walk.find(created, updated, self._floor)
+        self.save_commits()
+        if walk.cut_short and not was_cut_short:
+            log.warning(
+                "%s: dating versions from mnem's log stopped after %d commit(s) read "
+                "(%.0f s); the versions it did not reach stay undated until they change",
+                self.name,
+                walk.read,
+                walk.spent,
+            )
+        return VersionDates(
+            {n: iso_from_ms(t) for n, t in added.items()},
+            {n: iso_from_ms(t) for n, t in made.items()},
+            undated=len(updated) - len(made),
+        )
 
     def close(self) -> None:
         self._dates = None

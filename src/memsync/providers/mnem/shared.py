@@ -30,7 +30,8 @@ from memsync.base.errors import ProviderError
 from memsync.base.mnem_items import namespace_id, namespace_id_of
 from memsync.base.records import Record
 from memsync.base.scopes import Scope
-from memsync.providers.base import Listing, WriteOp, WriteResult
+from memsync.providers.base import CommitBook, Listing, WriteOp, WriteResult
+from memsync.providers.mnem.commits import KnownCommits
 from memsync.providers.mnem.dates import CommitDates
 from memsync.providers.mnem.expiry import sweep_expired_daily
 from memsync.providers.mnem.layouts import LangGraphLayout
@@ -65,8 +66,17 @@ class SharedStore:
         # the read, cut by namespace once: a scope lists its own part, not the whole store's
         self._nodes_by: dict[str, dict[str, Any]] | None = None
         self._changes_by: dict[str, tuple[dict[str, list[Any]], int]] = {}
-        self.dates = CommitDates(self.base)  # one walk of the log, shared by every scope
+        self._dates: CommitDates | None = None  # one walk of the log, shared by every scope
         self._meanwhile: Meanwhile | None = None
+
+    def dates(self) -> CommitDates | None:
+        """The walk of the log from the run's head, shared by every scope (None: no commit)."""
+        head = None if self.absent else self.head()
+        if head is None:
+            return None
+        if self._dates is None or self._dates.head != head:
+            self._dates = CommitDates(self.base, head, self.base.commits)
+        return self._dates
 
     def meanwhile_at(self, head: str | None) -> Meanwhile:
         """What others committed since the run read the store at HEAD, one account for every
@@ -246,8 +256,16 @@ class ScopeInStore(MnemProvider):
     def _outside_change(self, changes: list[Any]) -> int:
         return self._moved_outside
 
-    def first_dates(self, provider_ids: list[str]) -> dict[str, str]:
-        return {} if self.shared.absent else self.shared.dates.created_at(provider_ids)
+    def _walk(self) -> CommitDates | None:
+        return self.shared.dates()
+
+    @property
+    def commits(self) -> KnownCommits:
+        return self.shared.base.commits  # the run's one account of the store's commits
+
+    def keep_commits_in(self, book: CommitBook) -> None:
+        self.commit_book = book
+        self.shared.base.keep_commits_in(book)
 
     def history_refusal(self) -> str:
         """One chain of commits holds every scope's namespace here: a history begun by the
