@@ -8,7 +8,8 @@ as root: as root, the server runs as ``nobody`` through ``setpriv``, in a direct
 
 A missing server is an error that says what to install, never a skip.
 
-``memories_table`` makes upstream's table (mem0 2.2.1 ``vector_stores/pgvector.py``
+``history_table`` makes the history table of upstream PR #6968 (a server that keeps each
+memory's history in its PostgreSQL app database). ``memories_table`` makes upstream's table (mem0 2.2.1 ``vector_stores/pgvector.py``
 ``create_col``: ``id UUID PRIMARY KEY, vector vector(N), payload JSONB`` and the GIN index on
 ``payload->>'text_lemmatized'``). Where the pgvector extension is not installed (Debian 12 has
 no package for it), the ``vector`` column is ``real[]``: memsync never reads that column.
@@ -108,6 +109,27 @@ def memories_table(url: str, name: str = "memories", dims: int = 64) -> None:
                 "CREATE INDEX IF NOT EXISTS {} ON {} "
                 "USING gin(to_tsvector('simple', payload->>'text_lemmatized'))"
             ).format(sql.Identifier(f"{name}_text_lemmatized_idx"), sql.Identifier(name))
+        )
+
+
+def history_table(url: str) -> None:
+    """Upstream PR #6968's history and messages tables (its migration 007, and
+    ``PostgresHistoryStore``'s DDL), in the database at URL (the server's app database)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS history (id TEXT PRIMARY KEY, memory_id TEXT, "
+            "old_memory TEXT, new_memory TEXT, event TEXT, created_at TEXT, updated_at TEXT, "
+            "is_deleted INTEGER, actor_id TEXT, role TEXT)"
+        )
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS ix_history_memory_id_created_at "
+            "ON history (memory_id, created_at)"
+        )
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS messages (id TEXT PRIMARY KEY, session_scope TEXT, "
+            "role TEXT, content TEXT, name TEXT, created_at TEXT)"
         )
 
 

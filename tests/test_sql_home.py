@@ -21,8 +21,12 @@ def sql_calls(path: Path) -> list[ast.Call]:
 
 
 # Not the staging store: a Mem0 server's own PostgreSQL, read-only, its queries composed with
-# psycopg.sql (identifiers and values quoted by the driver). The one such reader.
-OTHER_DATABASES = {Path("providers/mem0/server_database.py")}
+# psycopg.sql (identifiers and values quoted by the driver); and Mem0's history database (the
+# library's SQLite file), read-only, one literal query with its values bound.
+OTHER_DATABASES = {
+    Path("providers/mem0/server_database.py"),
+    Path("providers/mem0/history_reads.py"),
+}
 
 
 def test_no_sql_runs_outside_staging() -> None:

@@ -191,6 +191,9 @@ class Mem0PlatformDouble:
         self.metadata_mode = metadata_mode
         self.page_size_default = page_size_default
         self.memories = Memories()
+        # Each memory's history entries, as GET /v1/memories/{id}/history/ answers them (kept
+        # after a delete): one per add, edit and delete, in upstream's OpenAPI entry shape.
+        self.history: dict[str, list[dict[str, Any]]] = {}
         self.faults = Faults()
         self.extraction_requests = 0
         self.between_pages: Callable[[int], None] | None = None
@@ -205,6 +208,7 @@ class Mem0PlatformDouble:
             Route("/v1/memories/{memory_id}/", self.get_memory, methods=["GET"]),
             Route("/v1/memories/{memory_id}/", self.update_memory, methods=["PUT"]),
             Route("/v1/memories/{memory_id}/", self.delete_memory, methods=["DELETE"]),
+            Route("/v1/memories/{memory_id}/history/", self.memory_history, methods=["GET"]),
             Route("/v1/batch/", self.batch_update, methods=["PUT"]),
             Route("/v1/batch/", self.batch_delete, methods=["DELETE"]),
             Route("/v1/entities/", self.entities, methods=["GET"]),
@@ -245,7 +249,29 @@ class Mem0PlatformDouble:
             "synthesized": False,
         }
         self.webhooks.emit("memory_add", self.memories[memory_id])
+        self._record_history(self.memories[memory_id], "ADD", None, text, when)
         return memory_id
+
+    def _record_history(
+        self, memory: dict[str, Any], event: str, old: str | None, new: str | None, when: str
+    ) -> None:
+        """One history entry (``created_at``: when the entry was made, as the docs say)."""
+        self.history.setdefault(memory["id"], []).append(
+            {
+                "id": str(uuid.uuid4()),
+                "memory_id": memory["id"],
+                "input": [{"role": "user", "content": new or old or ""}],
+                "old_memory": old,
+                "new_memory": new,
+                **{k: memory.get(k) for k in ("user_id", "agent_id", "app_id")},
+                "session_id": memory.get("run_id"),
+                "categories": memory.get("categories"),
+                "event": event,
+                "metadata": memory.get("metadata"),
+                "created_at": when,
+                "updated_at": when,
+            }
+        )
 
     # Dream, behind the client's back ------------------------------------------------------
 
@@ -313,6 +339,7 @@ class Mem0PlatformDouble:
         return middleware
 
     def _touch(self, memory: dict[str, Any], text: str | None, metadata: Any) -> None:
+        old = memory["memory"]
         if text is not None:
             memory["memory"] = text
             memory["hash"] = hashlib.md5(text.encode()).hexdigest()
@@ -322,6 +349,7 @@ class Mem0PlatformDouble:
             memory["metadata"] = metadata
         memory["updated_at"] = self.now().isoformat()
         self.webhooks.emit("memory_update", memory)
+        self._record_history(memory, "UPDATE", old, memory["memory"], memory["updated_at"])
 
     @staticmethod
     def _as_listed(memory: dict[str, Any]) -> dict[str, Any]:
@@ -483,6 +511,7 @@ class Mem0PlatformDouble:
         memory = self._found(request)
         del self.memories[memory["id"]]
         self.webhooks.emit("memory_delete", memory)
+        self._record_history(memory, "DELETE", memory["memory"], None, self.now().isoformat())
         return JSONResponse({"message": "Memory deleted successfully!"})
 
     async def _batch(self, request: Request) -> list[dict[str, Any]]:
@@ -500,6 +529,15 @@ class Mem0PlatformDouble:
         return items
 
     @_handle
+    async def memory_history(self, request: Request) -> Response:
+        """``GET /v1/memories/{id}/history/``: the entries, oldest first (a deleted memory's
+        too); 404 for an id the Platform never held."""
+        memory_id = _valid_id(request.path_params["memory_id"])
+        if memory_id not in self.history:
+            raise _Refused(404, "Memory not found")
+        return JSONResponse(self.history[memory_id])
+
+    @_handle
     async def batch_update(self, request: Request) -> Response:
         items = await self._batch(request)
         for entry in items:
@@ -510,7 +548,9 @@ class Mem0PlatformDouble:
     async def batch_delete(self, request: Request) -> Response:
         items = await self._batch(request)
         for entry in items:
-            self.webhooks.emit("memory_delete", self.memories.pop(entry["memory_id"]))
+            memory = self.memories.pop(entry["memory_id"])
+            self.webhooks.emit("memory_delete", memory)
+            self._record_history(memory, "DELETE", memory["memory"], None, self.now().isoformat())
         return JSONResponse({"message": f"Successfully deleted {len(items)} memories"})
 
     @_handle

@@ -289,6 +289,7 @@ class Mem0ServerDouble:
         indexed: bool = False,
         clock: Clock | None = None,
         database_url: str | None = None,
+        history_database_url: str | None = None,
     ) -> None:
         """``api_key`` is ADMIN_API_KEY; ``user_keys`` maps ``m0sk_`` keys to their user's
         role ("admin", or "member" as only SQL makes one). Auth is disabled when neither is
@@ -297,7 +298,9 @@ class Mem0ServerDouble:
         ``database_url``: the memories live in that PostgreSQL database's ``memories`` table, as
         on upstream's default store (``mem0_postgres_store``).
         ``indexed=True`` keeps the memories in ``IndexedVectors`` (a thousand users' worth listed
-        per user in milliseconds, as pgvector with an index answers)."""
+        per user in milliseconds, as pgvector with an index answers).
+        ``history_database_url``: Mem0's history lives in that database's ``history`` table, as
+        upstream PR #6968 keeps it (``mem0_postgres_history``); else in memory, as main's."""
         self.auth = ServerAuth(
             admin_api_key=api_key,
             auth_disabled=(api_key is None and not user_keys)
@@ -324,6 +327,10 @@ class Mem0ServerDouble:
         self.memory = memory or offline_memory(
             embedder=embedder, database_url=database_url, indexed=indexed
         )
+        if history_database_url is not None:
+            from tests.doubles.mem0_postgres_history import PostgresHistory
+
+            self.memory.db = PostgresHistory(history_database_url)
         self.lock = threading.Lock()
         self.faults = Faults()
         self.extraction_requests = 0

@@ -11,6 +11,7 @@ import click
 from memsync.base.errors import MemsyncError
 from memsync.base.output import print_json, progress_bar, stderr
 from memsync.base.pmm import Format
+from memsync.base.records import Record
 from memsync.cli.common import App, pass_app
 from memsync.orchestration.migrate import migrate as run_migration
 from memsync.orchestration.portability import Strategy, export_at, export_provider, import_into
@@ -201,22 +202,53 @@ def restore(
 @click.option("--from", "source", required=True, help="The provider to copy from (e.g. mem0).")
 @click.option("--to", "target", required=True, help="The provider to copy into (e.g. mnem).")
 @click.option("--dry-run", is_flag=True, help="Report what would be imported; write nothing.")
+@click.option(
+    "--history/--no-history",
+    default=None,
+    help="Bring each memory's past from Mem0's history into the new mnem store (default: the "
+    "target's import_history, on unless set off).",
+)
+@click.option(
+    "--history-budget",
+    type=click.FloatRange(min=1.0, max=1000.0),
+    default=None,
+    help="With history, the store at most this many times its size without it (default: the "
+    "target's history_budget, 4).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @pass_app
-def migrate(app: App, source: str, target: str, dry_run: bool, as_json: bool) -> None:
+def migrate(
+    app: App,
+    source: str,
+    target: str,
+    dry_run: bool,
+    history: bool | None,
+    history_budget: float | None,
+    as_json: bool,
+) -> None:
     """One-shot copy of every memory of one provider into another (ADR-0024 semantics).
 
     Pages through the whole source (no silent cap), skips empty memories and reports them by
     id, namespaces ids (`mem0:{id}` in mnem), keeps provenance, and imports nothing twice.
     A mnem target that does not exist yet is made when its provider has `create = true`.
+    Into a new mnem store (no commit yet) each memory's past comes along from Mem0's history,
+    every version at its own time, unless --no-history (docs/migrating-from-mem0.md).
     Exits 1 when the source listing was partial or a write failed.
 
     \b
     Example:
       memsync migrate --from mem0 --to mnem --dry-run
     """
+    gone = _seen_deleted(app, source)
     with progress_bar(f"migrating {source} -> {target}"):
-        report = run_migration(app.provider(source), app.provider(target), dry_run=dry_run)
+        report = run_migration(
+            app.provider(source),
+            app.provider(target),
+            dry_run=dry_run,
+            history=history,
+            history_budget=history_budget,
+            gone=gone,
+        )
     if as_json:
         print_json(report.as_dict())
     else:
@@ -233,4 +265,16 @@ def migrate(app: App, source: str, target: str, dry_run: bool, as_json: bool) ->
             click.echo(f"  failed {failure.id}: {failure.reason}")
         if not report.complete:
             click.echo(f"  partial: {report.partial_reason}")
+        if report.history is not None:
+            for line in report.history.lines():
+                click.echo(line)
     raise SystemExit(0 if report.ok else 1)
+
+
+def _seen_deleted(app: App, source: str) -> list[Record]:
+    """SOURCE's memories memsync's journal saw before they were deleted there (none without a
+    staging database yet): where a deleted memory's past belongs."""
+    if not app.paths.database.exists():
+        return []
+    with app.store(create=False) as store:
+        return store.journal.last_seen(source)

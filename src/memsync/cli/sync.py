@@ -50,6 +50,8 @@ def _print_cycle(report: CycleReport) -> None:
             click.echo(f"  REFUSED: {mirror.refused}")
         for skip in (mirror.skipped if mirror else [])[:20]:
             click.echo(f"  skipped {skip.id}: {skip.reason}")
+        for history_line in outcome.history.lines() if outcome.history else []:
+            click.echo(f"  {history_line}")  # a new store that began with Mem0's past
     for failure in report.provider_failures():
         click.echo(failure.line())
     if report.dry_run:

@@ -43,7 +43,13 @@ SECRET_HINT = (
 )
 
 # A database URL carries a password: never in the config either.
-DATABASE_KEYS = {"database_url", "database", "dsn", "connection_string"}
+DATABASE_KEYS = {
+    "database_url",
+    "database",
+    "dsn",
+    "connection_string",
+    "history_database_url",
+}
 DATABASE_HINT = (
     "a database URL carries a password and is never read from the config file; set "
     'database_url_env = "VARIABLE_NAME" (a variable holding postgresql://...) or '

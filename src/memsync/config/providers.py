@@ -162,6 +162,14 @@ class Mem0ServerConfig(_Http):
     database_url_env: str | None = None
     database_url_file: Path | None = None
     database_table: str = "memories"
+    # Where the server keeps each memory's history, read for a history import: its PostgreSQL
+    # table (upstream's migration 007, in the app database when history_database_url_* names
+    # it, else in the database above), or its SQLite file (upstream's main branch); without
+    # either, its route GET /memories/{id}/history (docs/mem0-server.md).
+    history_table: str = "history"
+    history_database_url_env: str | None = None
+    history_database_url_file: Path | None = None
+    history_db_path: Path | None = None
     # Without a database: the team's scopes named by the team, one a line (docs/mem0-server.md).
     scopes_file: Path | None = None
     scopes_command: tuple[str, ...] | None = None
@@ -171,8 +179,11 @@ class Mem0ServerConfig(_Http):
     _url_name = field_validator("database_url_env")(
         classmethod(lambda cls, v: variable_name(v, "database_url_env"))
     )
+    _history_url_name = field_validator("history_database_url_env")(
+        classmethod(lambda cls, v: variable_name(v, "history_database_url_env"))
+    )
 
-    @field_validator("database_table")
+    @field_validator("database_table", "history_table")
     @classmethod
     def _table_name(cls, value: str) -> str:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]{0,62}", value):
@@ -194,6 +205,19 @@ class Mem0ServerConfig(_Http):
     def _refresh_needs_bearer(self) -> Mem0ServerConfig:
         if self.refresh_token_file is not None and self.auth != "bearer":
             raise ValueError('refresh_token_file goes with auth = "bearer"')
+        return self
+
+    @model_validator(mode="after")
+    def _one_history_source(self) -> Mem0ServerConfig:
+        if self.history_database_url_env and self.history_database_url_file:
+            raise ValueError("set history_database_url_env or history_database_url_file, not both")
+        if self.history_db_path is not None and (
+            self.history_database_url_env or self.history_database_url_file
+        ):
+            raise ValueError(
+                "the server keeps its history in a database or in a file: set "
+                "history_database_url_env (or _file) or history_db_path, not both"
+            )
         return self
 
     @model_validator(mode="after")
@@ -300,6 +324,11 @@ class MnemConfig(ProviderBase):
     # How many bytes a day its stores may grow by before `check` warns (mnem keeps every
     # commit's state: docs/configuration.md "What a layout costs on disk").
     growth_budget: int = 10**9
+    # A new store (no commit yet) begins with the Mem0 memories' past: each version at its own
+    # time (docs/migrating-from-mem0.md), in commits as fine as the store's disk allows: with
+    # history at most history_budget times the size of the same store without it.
+    import_history: bool = True
+    history_budget: float = Field(default=4.0, ge=1.0, le=1000.0)
 
     @field_validator("layout", mode="before")
     @classmethod

@@ -33,6 +33,7 @@ from memsync.base.faults import fault_point
 from memsync.base.records import parse_instant, utc_now_iso
 from memsync.engine.adopt import adopt
 from memsync.engine.decisions import plan_dirty
+from memsync.engine.history import bring_history
 from memsync.engine.mirror import (
     DeleteLimits,
     Mirror,
@@ -156,6 +157,8 @@ class Engine:
             self._mirror_one(self.providers[name], run_id, limits, options, outcome)
             outcome.seconds += time.monotonic() - started
             fault_point("cycle:after-mirror")
+        if not _stopping(options):
+            bring_history(self, run_id, report, options)  # a new store begins with its past
         unavailable = frozenset(n for n, o in report.providers.items() if o.state not in USABLE)
         topology = Topology(
             self.topology.active, self.topology.directions, self.topology.policy, unavailable
@@ -232,6 +235,15 @@ class Engine:
             outcome.exit_code = exc.exit_code
         if outcome.error:  # reported once, with the cycle's other failures (engine/failures.py)
             log.debug("%s: %s", provider.name, outcome.error)
+
+    def mirror_again(
+        self, provider: Provider, run_id: int, options: SyncOptions, outcome: ProviderOutcome
+    ) -> None:
+        """List PROVIDER again in this cycle: it was just written outside the plan (a new
+        store that received its history), and the plan must see what it holds now."""
+        settings = self.settings
+        limits = DeleteLimits(settings.max_delete, settings.max_delete_count, options.force_delete)
+        self._mirror_one(provider, run_id, limits, options, outcome)
 
     def _nothing_to_do(self, lead: list[str], report: CycleReport) -> bool:
         """Whether the LEAD providers' listings (a hint's) found nothing new and no memory of

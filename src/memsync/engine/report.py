@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memsync.base.errors import ProviderError, RefusedError
+from memsync.base.history import HistoryReport
 from memsync.base.write_kind import WriteKind
 from memsync.engine.failures import ProviderFailure, provider_failures
 from memsync.engine.mirror import MirrorResult
@@ -50,6 +51,7 @@ class ProviderOutcome:
     adopted: int = 0  # records linked by content to a copy another provider already held
     seconds: float = 0.0  # time spent listing and writing this provider
     exit_code: int | None = None  # of an error state; None: a provider error (5)
+    history: HistoryReport | None = None  # a new store that began with its memories' past
 
     def __post_init__(self) -> None:
         self.state = ProviderState(self.state)  # a plain "busy" from a caller becomes the enum
@@ -65,6 +67,8 @@ class ProviderOutcome:
         data.update({"written": self.written, "failed": self.failed, "adopted": self.adopted})
         if self.replanned:
             data["replanned"] = self.replanned
+        if self.history is not None:
+            data["history"] = self.history.as_dict()
         return data
 
 

@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from memsync.base.errors import ProviderError
 from memsync.base.exclude import NO_EXCLUSION, Exclusion
+from memsync.base.history import HistoryRead, HistoryReport, Timeline
 from memsync.base.records import Outgoing, Record, Skipped
 from memsync.base.scopes import Scope
 from memsync.base.write_kind import WriteKind
@@ -69,6 +70,9 @@ class Capabilities:
     # A version's updated_at is not in the listing: the store tells when each version was made
     # only when asked (``version_dates``: mnem, from the commit that made it).
     dates_versions: bool = False
+    # Keeps each memory's past (Mem0's history: every add, edit and delete), which ``history``
+    # reads, so that a store that keeps versions can begin with it (``import_history``).
+    history: bool = False
 
 
 def stored_text(capabilities: Capabilities, text: str) -> str:
@@ -331,6 +335,30 @@ class Provider(ABC):
     def read_ahead(self, scopes: list[Scope]) -> None:
         """A remote provider may start reading these scopes' memories, in this order, ahead of
         their cycles (a Mem0 server): its listings then overlap the local work."""
+
+    # the past (optional): Mem0's history read, mnem's history begun with it -------------
+
+    def history(self, memory_ids: list[str]) -> HistoryRead:
+        """The events of these memories' pasts (``capabilities.history``), and of any other
+        memory the store's history shows deleted, whose scope the caller then decides."""
+        raise ProviderError(f"{self.name}: keeps no history of its memories")
+
+    def history_refusal(self) -> str | None:
+        """Why this open store cannot begin with another store's past now (mnem: it holds
+        commits already), or None when it can."""
+        return f"{self.name} ({self.type}) keeps no versions of its memories"
+
+    def takes_history(self) -> bool:
+        """Whether this open store asks to begin with another store's past, and can: it is
+        configured so (mnem's ``import_history``) and ``history_refusal`` has nothing to say."""
+        return False
+
+    def import_history(
+        self, timeline: Timeline, *, budget: float | None = None, dry_run: bool = False
+    ) -> HistoryReport:
+        """Write TIMELINE as this new store's history, HEAD exactly what the current-state
+        copy writes (a plan only, when DRY_RUN); BUDGET: the disk budget, else the config's."""
+        raise ProviderError(f"{self.name}: cannot hold another store's history")
 
     # writes ---------------------------------------------------------------------------
 

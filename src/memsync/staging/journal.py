@@ -305,6 +305,24 @@ class Journal:
             record.origin = row["origin"] or row["link_id"]
             yield record
 
+    def last_seen(self, provider: str) -> list[Record]:
+        """PROVIDER's memories that were removed from it, each as last seen before (its scope,
+        provenance and dates): where a Mem0 history, which names no scope, places them."""
+        cursor = self.conn.execute(
+            "SELECT c.* FROM changes c JOIN (SELECT provider_id, MAX(seq) AS seq FROM changes "
+            "WHERE provider = ?1 AND kind != 'removed' GROUP BY provider_id) last "
+            "ON last.seq = c.seq WHERE EXISTS (SELECT 1 FROM changes r WHERE r.provider = ?1 "
+            "AND r.provider_id = c.provider_id AND r.kind = 'removed' AND r.seq > c.seq) "
+            "ORDER BY c.provider_id",
+            (provider,),
+        )
+        found = []
+        for row in cursor:
+            record = row_record(row)
+            record.origin = row["origin"] or row["link_id"]
+            found.append(record)
+        return found
+
     # verify and cutover -------------------------------------------------------------------
 
     def wrote_recently(self, provider: str, provider_id: str, since: str) -> bool:

@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal
 
 from memsync.base.errors import ProviderError
+from memsync.base.history import HistoryReport
 from memsync.base.records import Outgoing, Record, Skipped
 from memsync.base.sameness import Copies, SameKey, same_key, scope_of, star_scope
+from memsync.engine.history import begin_with_history
 from memsync.providers.base import Provider, WriteOp
 from memsync.providers.mem0.object_source import Mem0Source
 from memsync.providers.mnem.handle import StagedChangesPresent
+from memsync.providers.mnem.history_import import allocated_bytes
 from memsync.providers.mnem.provider import MnemProvider
 
 log = logging.getLogger("memsync.migrate")
@@ -44,6 +47,7 @@ class MigrationReport:
     failed: list[Skipped] = field(default_factory=list)  # writes the target refused (with why)
     complete: bool = False  # the source listing was proven whole
     partial_reason: str | None = None
+    history: HistoryReport | None = None  # the past brought along (a new mnem store)
 
     @property
     def skipped_ids(self) -> list[str]:
@@ -67,6 +71,7 @@ class MigrationReport:
             "failed": [s.as_dict() for s in self.failed],
             "complete": self.complete,
             "partial_reason": self.partial_reason,
+            "history": self.history.as_dict() if self.history is not None else None,
         }
 
 
@@ -106,6 +111,9 @@ def migrate(
     *,
     dry_run: bool = False,
     batch_size: int | None = None,
+    history: bool | None = None,
+    history_budget: float | None = None,
+    gone: Iterable[Record] = (),
 ) -> MigrationReport:
     """Copy every memory SOURCE lists into TARGET once; open and close both around the pass.
 
@@ -114,6 +122,11 @@ def migrate(
     overwritten. Empty ones are skipped by the source's listing. Writes go in batches through
     ``write_many`` (one commit each for mnem): ``batch_size`` each when given, else sized as
     the module docstring says.
+
+    ``history``: first write each memory's past into TARGET, a new store (``engine.history``):
+    True asks for it, False leaves it, None does what TARGET's config says (mnem's
+    ``import_history``) when it can. ``history_budget`` overrides the config's disk budget;
+    ``gone``: memories memsync saw in SOURCE before they were deleted there (the journal's).
     """
     if batch_size is not None and batch_size < 1:
         raise ValueError("batch_size must be at least 1")
@@ -124,9 +137,22 @@ def migrate(
                 f"{source.name} and {target.name} are the same store; migrate between two"
             )
         records = _list_source(source, report)
+        carried: set[str] = set()
+        if source.capabilities.history and (
+            history or (history is None and target.takes_history())
+        ):
+            report.history = begin_with_history(
+                source, target, records, gone=gone, budget=history_budget, dry_run=dry_run
+            )
+            if report.history.written:
+                carried = set(report.history.heads)
         star = star_scope([source.scope_key(), target.scope_key()])
-        present, copies = _target_inventory(target, star)
-        to_write = _plan(source, target, records, present, copies, star, report)
+        if carried:  # a new store that holds exactly these (its HEAD was checked): no listing
+            written = [(source.origin_of(r), r) for r in records if source.origin_of(r) in carried]
+            present, copies = _carried_inventory(target, written, star)
+        else:
+            present, copies = _target_inventory(target, star)
+        to_write = _plan(source, target, records, present, copies, star, report, carried)
         report.planned = len(to_write)
         if not dry_run:
             start, held = 0, len(present)
@@ -134,6 +160,8 @@ def migrate(
                 size = batch_size or _batch_size(target, held)
                 _write_batch(target, to_write[start : start + size], report)
                 start, held = start + size, held + size
+    if report.history is not None and report.history.written and isinstance(target, MnemProvider):
+        report.history.store_bytes = allocated_bytes(target.path)  # the handle let go: final
     log.info(
         "migrate %s -> %s: %d imported, %d already present, %d skipped, %d failed%s",
         source.name,
@@ -183,6 +211,20 @@ def _target_inventory(
     return present, copies
 
 
+def _carried_inventory(
+    target: Provider, written: list[tuple[str, Record]], star: str
+) -> tuple[dict[str, tuple[set[str], SameKey]], Copies]:
+    """The inventory of a store the history import just filled (and checked): the records it
+    wrote at HEAD, by origin, as ``_target_inventory`` would list them."""
+    present: dict[str, tuple[set[str], SameKey]] = {}
+    copies = Copies()
+    for origin, record in written:
+        key = same_key(scope_of(target.scope_key(), target.scope_key(), star), record)
+        present[origin] = ({record.fingerprint}, key)
+        copies.add(key)
+    return present, copies
+
+
 def _plan(
     source: Provider,
     target: Provider,
@@ -191,7 +233,9 @@ def _plan(
     copies: Copies,
     star: str,
     report: MigrationReport,
+    carried: Set[str] = frozenset(),
 ) -> list[Outgoing]:
+    """What to write; CARRIED: memories the history import wrote already (imported, then)."""
     to_write: list[Outgoing] = []
     seen: set[str] = set()
     unmatched: list[tuple[str, Record]] = []
@@ -205,7 +249,9 @@ def _plan(
             continue
         fingerprints, key = present[origin]
         copies.claim(key)  # this copy is the memory's own: no other source record takes it
-        if record.fingerprint in fingerprints:
+        if record.fingerprint in fingerprints and origin in carried:
+            report.imported += 1  # written at the head of its history
+        elif record.fingerprint in fingerprints:
             report.already_present += 1
         else:
             reason = CHANGED_REASON.format(target=target.name)

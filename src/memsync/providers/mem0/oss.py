@@ -110,7 +110,9 @@ class Mem0OssProvider(MemoryHandle):
 
     type = "mem0-oss"
     family = "mem0"
-    capabilities = Capabilities(timestamps=True, metadata_values="json", ordered_updates=True)
+    capabilities = Capabilities(
+        timestamps=True, metadata_values="json", ordered_updates=True, history=True
+    )
 
     def __repr__(self) -> str:
         return f"Mem0OssProvider({self.name!r}, {self.identity()!r})"

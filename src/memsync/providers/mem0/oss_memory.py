@@ -25,9 +25,11 @@ from memsync.base.errors import (
     ProviderUnavailable,
     TransientProviderError,
 )
+from memsync.base.history import HistoryRead
 from memsync.base.secrets import Secret, redact
 from memsync.providers.base import Provider
 from memsync.providers.mem0.convert import scope_key_of
+from memsync.providers.mem0.history_reads import sqlite_history
 from memsync.providers.mem0.oss_config import (
     application_mem0_dir,
     normalise_scope,
@@ -315,6 +317,17 @@ class MemoryHandle(Provider):
             except Exception as exc:  # one failing close must not keep the others open
                 log.warning("%s: closing the vector store client failed: %s", self.name, exc)
         memory.close()
+
+    def history(self, memory_ids: list[str]) -> HistoryRead:
+        """Mem0's history database (its config's ``history_db_path``): one read-only query."""
+        database = getattr(self._require_memory(), "db", None)
+        path = getattr(database, "db_path", None)
+        if database is None or not isinstance(path, str):
+            raise ProviderError(f"{self.name}: this Mem0 keeps no history database")
+        if path == ":memory:":  # only this process can read it: through Mem0's own connection
+            where = "Mem0's in-memory history"
+            return sqlite_history(memory_ids, connection=database.connection, where=where)
+        return sqlite_history(memory_ids, path=path, where=path)
 
     def _require_memory(self) -> Any:
         if self._memory is None:

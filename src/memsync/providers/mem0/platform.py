@@ -38,6 +38,7 @@ from memsync.base.errors import (
     ProviderError,
     TransientProviderError,
 )
+from memsync.base.history import HistoryRead, event_from_platform
 from memsync.base.records import Outgoing, Record, parse_instant
 from memsync.base.scopes import WILDCARD, Scope
 from memsync.base.secrets import Secret, resolve_secret
@@ -62,6 +63,7 @@ from memsync.providers.mem0.convert import (
     record_from_mem0,
     version_of,
 )
+from memsync.providers.mem0.history_reads import route_history
 from memsync.providers.mem0.http import Mem0HttpProvider, path_segment
 from memsync.providers.mem0.platform_listing import PlatformListing, utc_iso
 from memsync.providers.mem0.platform_probe import PlatformChangesProbe
@@ -81,7 +83,7 @@ class Mem0PlatformProvider(Mem0HttpProvider):
     type = "mem0-platform"
     family = "mem0"
     capabilities = Capabilities(
-        incremental=True, batch_writes=True, timestamps=True, ordered_updates=True
+        incremental=True, batch_writes=True, timestamps=True, ordered_updates=True, history=True
     )
 
     def __init__(
@@ -276,6 +278,18 @@ class Mem0PlatformProvider(Mem0HttpProvider):
             if not body.get("next") or not body["results"]:
                 return changed
             number += 1
+
+    def history(self, memory_ids: list[str]) -> HistoryRead:
+        """``GET /v1/memories/{id}/history/`` for each, on the provider's lanes and pacer."""
+        return route_history(
+            memory_ids,
+            lambda memory_id: self.http.get(
+                f"/v1/memories/{path_segment(memory_id)}/history/", params=self.params
+            ),
+            event_from_platform,
+            concurrency=self.concurrency,
+            source="the Platform's route GET /v1/memories/{id}/history/",
+        )
 
     def get(self, provider_id: str) -> Record | None:
         record = super().get(provider_id)

@@ -36,6 +36,7 @@ from memsync.base.errors import (
     ProviderError,
     TransientProviderError,
 )
+from memsync.base.history import HistoryRead
 from memsync.base.records import Outgoing, Record
 from memsync.base.scopes import WILDCARD, Scope
 from memsync.base.secrets import Secret, resolve_secret
@@ -64,6 +65,7 @@ from memsync.providers.mem0.server_features import (
     features_from_openapi,
     features_from_probes,
 )
+from memsync.providers.mem0.server_history import ServerHistory, history_from_config
 from memsync.providers.mem0.server_listing import MAX_TOP_K, ServerListing, read_scope
 from memsync.providers.mem0.server_probes import ServerDatabaseProbe, ServerEntitiesProbe
 from memsync.providers.mem0.server_session import ServerSession
@@ -78,7 +80,7 @@ class Mem0ServerProvider(Mem0HttpProvider):
     reread_hint = "; check the server's logs"
     type = "mem0-server"
     family = "mem0"
-    capabilities = Capabilities(timestamps=True, ordered_updates=True)
+    capabilities = Capabilities(timestamps=True, ordered_updates=True, history=True)
 
     def __init__(
         self,
@@ -99,7 +101,9 @@ class Mem0ServerProvider(Mem0HttpProvider):
         database: ServerDatabase | None = None,
         scopes_file: Path | None = None,
         scopes_command: tuple[str, ...] | None = None,
+        history: ServerHistory | None = None,
     ) -> None:
+        """``history``: where the server keeps its memories' history (None: its route)."""
         if refresh_token_file is not None and auth != "bearer":
             raise ConfigError(f'providers.{name}: refresh_token_file goes with auth = "bearer"')
         if auth != "none" and secret is None and refresh_token_file is None:
@@ -127,6 +131,7 @@ class Mem0ServerProvider(Mem0HttpProvider):
         self.database = database
         self.scopes_file = scopes_file
         self.scopes_command = scopes_command
+        self.history_store = history or ServerHistory(name)
         self._session = ServerSession()
         self._owns_session = True
         if refresh_token_file is not None:
@@ -147,6 +152,7 @@ class Mem0ServerProvider(Mem0HttpProvider):
             self._session.clear()  # a server may be upgraded between cycles
             if self.database is not None:
                 self.database.close()
+            self.history_store.close()
 
     def bound_to(self, name: str, scope: Mapping[str, str]) -> Self:
         """This server's provider for one scope: its own name and scope, and this provider's
@@ -239,6 +245,13 @@ class Mem0ServerProvider(Mem0HttpProvider):
         """The server has no updated_at filter: one read of the scope (as the listing reads
         it) gives every memory's version token, which memsync compares with the mirror's."""
         return {memory_id: version_of(raw) for memory_id, raw in read_scope(self).rows.items()}
+
+    def history(self, memory_ids: list[str]) -> HistoryRead:
+        """Its memories' history: its table, its file, or its route (``server_history``)."""
+        return self.history_store.read(memory_ids, self._history_of, concurrency=self.concurrency)
+
+    def _history_of(self, memory_id: str) -> Any:
+        return self.http.get(f"/memories/{path_segment(memory_id)}/history")
 
     def _get_all(self, top_k: int) -> list[Any]:
         # show_expired: expiry is not deletion. Servers from before 2026-06 ignore it and hide
@@ -402,6 +415,7 @@ def build(name: str, entry: Mem0ServerConfig, config: Config) -> Mem0ServerProvi
         database=database,
         scopes_file=entry.scopes_file,
         scopes_command=entry.scopes_command,
+        history=history_from_config(name, entry, database),
     )
 
 

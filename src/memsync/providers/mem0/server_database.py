@@ -79,10 +79,19 @@ class ServerDatabase:
     """A read-only connection to one Mem0 server's database, opened on first use and kept
     until ``close`` (the probe asks once a period; discovery once a cycle)."""
 
-    def __init__(self, provider: str, url: Secret, table: str = DEFAULT_TABLE) -> None:
+    def __init__(
+        self,
+        provider: str,
+        url: Secret,
+        table: str = DEFAULT_TABLE,
+        *,
+        table_hint: str = "set database_table to the server's collection_name",
+    ) -> None:
+        """``table_hint``: what to do when the database has no such table (which setting)."""
         self.provider = provider
         self.url = url
         self.table = table
+        self.table_hint = table_hint
         self._lock = threading.Lock()
         self._conn: Any = None
 
@@ -124,19 +133,23 @@ class ServerDatabase:
             total += count
         return DatabaseCensus(keys, scopes, total)
 
-    def _select(self, query: Any) -> list[tuple[Any, ...]]:
+    def select(self, query: Any, params: Any = None) -> list[tuple[Any, ...]]:
+        """One read-only query's rows (the history import's: ``server_history``)."""
+        return self._select(query, params)
+
+    def _select(self, query: Any, params: Any = None) -> list[tuple[Any, ...]]:
         import psycopg
 
         with self._lock:
             try:
                 conn = self._connection()
                 with conn.transaction():
-                    return list(conn.execute(query).fetchall())
+                    return list(conn.execute(query, params).fetchall())
             except psycopg.errors.UndefinedTable:
                 self._drop()
                 raise ConfigError(
                     f"providers.{self.provider}: {self.describe()} has no table "
-                    f"{self.table!r}; set database_table to the server's collection_name"
+                    f"{self.table!r}; {self.table_hint}"
                 ) from None
             except psycopg.errors.InsufficientPrivilege:
                 self._drop()

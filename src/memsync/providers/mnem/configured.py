@@ -60,7 +60,7 @@ class StorePerScope:
 
     def bind(self, scope: Scope) -> Provider:
         name, entry = self.base.name, self.entry
-        return OnDemandMnemProvider(
+        bound = OnDemandMnemProvider(
             scoped_name(name, scope),
             fill_template(Path(entry.path), scope, provider=name),
             create=entry.create,
@@ -72,6 +72,8 @@ class StorePerScope:
             sdk=self.base.sdk,
             held=self.base.held,
         )
+        bound.wants_history, bound.history_budget = entry.import_history, entry.history_budget
+        return bound
 
 
 class NamespacePerScope:
@@ -140,6 +142,7 @@ def build(
             held=held,
         )
     provider.layout = layout_from_config(entry.layout)
+    provider.wants_history, provider.history_budget = entry.import_history, entry.history_budget
     if is_template(entry):
         provider.per_scope = StorePerScope(provider, entry)
     elif scoped_in_store(entry):

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from memsync.base.errors import ProviderError
+from memsync.base.history import HistoryReport, Timeline
 from memsync.base.records import Record
 from memsync.providers.base import Listing, WriteOp, WriteResult
 from memsync.providers.held import HeldStores
@@ -93,6 +94,17 @@ class OnDemandMnemProvider(MnemProvider):
         if self._absent:
             return []
         return super().hidden_records()
+
+    def history_refusal(self) -> str | None:
+        return None if self._absent else super().history_refusal()
+
+    def import_history(
+        self, timeline: Timeline, *, budget: float | None = None, dry_run: bool = False
+    ) -> HistoryReport:
+        """A store not made yet is made here, to begin with the history (not in a dry run)."""
+        if self._absent and not dry_run:
+            self._initialise()
+        return super().import_history(timeline, budget=budget, dry_run=dry_run)
 
     def write_many(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
         if self._absent and ops:

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
+from memsync.base.history import HistoryReport, Timeline
 from memsync.base.records import Outgoing, Record, Skipped
 from memsync.base.scopes import Scope
 from memsync.providers.base import (
@@ -39,6 +40,7 @@ from memsync.providers.mnem.convert import (
 from memsync.providers.mnem.dates import CommitDates, Floor
 from memsync.providers.mnem.expiry import forget_expired, hidden_records, sweep_expired_daily
 from memsync.providers.mnem.handle import StagedChangesPresent, StoreHandle
+from memsync.providers.mnem.history_import import import_history, refusal
 from memsync.providers.mnem.known import KnownNodes
 from memsync.providers.mnem.layouts import MEM0, VALUE_KEY
 from memsync.providers.mnem.listing import (
@@ -84,6 +86,10 @@ class MnemProvider(StoreHandle):
     native_provenance = frozenset(
         {*NATIVE_FIELDS, "note", CONTENT_JSON_KEY, CONTENT_KIND_KEY, VALUE_KEY}
     )
+
+    # A new store begins with Mem0's past (config ``import_history``, ``history_budget``).
+    wants_history = True
+    history_budget = 4.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -363,6 +369,26 @@ class MnemProvider(StoreHandle):
                 yield WriteResult(op, error=error)
             return
         yield from BatchWrite(self, self.known).run(ops)
+
+    # Mem0's past (see memsync.providers.mnem.history_import) -----------------------------------
+
+    def takes_history(self) -> bool:
+        return self.wants_history and self.history_refusal() is None
+
+    def history_refusal(self) -> str | None:
+        """Why this open store cannot begin with a history, or None when it can."""
+        return refusal(self)
+
+    def import_history(
+        self, timeline: Timeline, *, budget: float | None = None, dry_run: bool = False
+    ) -> HistoryReport:
+        why = self.history_refusal()
+        if why is not None:
+            report = HistoryReport(timeline.source, not_imported=why)
+            report.reasons = dict(timeline.reasons)
+            return report
+        budget = self.history_budget if budget is None else budget
+        return import_history(self, timeline, budget=budget, dry_run=dry_run)
 
     # expiry (see memsync.providers.mnem.expiry) -----------------------------------------------
 

@@ -267,6 +267,14 @@ class ScopeInStore(MnemProvider):
         self.commit_book = book
         self.shared.base.keep_commits_in(book)
 
+    def history_refusal(self) -> str:
+        """One chain of commits holds every scope's namespace here: a history begun by the
+        first scope's cycle would leave the others' pasts after it, out of time order."""
+        return (
+            "the store holds every scope, a namespace each; a history begins a store of one "
+            "scope (a path template, or one store per namespace)"
+        )
+
     def get(self, provider_id: str) -> Record | None:
         if self.shared.absent or not self.layout.holds(provider_id):
             return None
