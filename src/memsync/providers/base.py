@@ -334,6 +334,32 @@ class Provider(ABC):
 
     # writes ---------------------------------------------------------------------------
 
+    # A first sync's writes prepared ahead (optional; the engine's ``ahead`` and ``prepared``):
+    # a provider whose every write waits on its disk (mnem) may stage the creates it expects
+    # while the cycle plans, and make them visible in one commit once replay asks for them.
+
+    def stages_ahead(self) -> bool:
+        """Whether this open provider stages ahead the creates it is told to expect (a store
+        this cycle creates): then the engine calls the three methods below."""
+        return False
+
+    def expect_creates(self, items: list[Outgoing]) -> None:
+        """The cycle is likely to plan these creates here (the memories another provider's
+        listing just staged): they may be prepared, invisibly, none written until replay."""
+
+    def planned_creates(self, origins: set[str]) -> None:
+        """The origins of the creates this cycle's plan asks of this provider (told before
+        replay): whatever was prepared for other memories is never made visible."""
+
+    def prepare_writes(self, ops: list[WriteOp]) -> list[WriteResult] | None:
+        """What each of these writes will leave once ``commit_prepared`` makes them visible,
+        all at once with those prepared before them (an error is final). None when this
+        provider has nothing prepared: replay then calls ``write_many``."""
+        return None
+
+    def commit_prepared(self) -> None:
+        """Make every prepared write visible at once; raise ProviderError when none could be."""
+
     @abstractmethod
     def create(self, item: Outgoing) -> Record:
         """Write a new memory and return it as now held (with the provider's id)."""
