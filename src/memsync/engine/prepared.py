@@ -75,6 +75,7 @@ def write_prepared(
             return True
         _prepare(store, provider, rows, prepared)
         rows = store.outbox.pending(run_id, name, rows[-1].id, batch_size(len(rows)))
+    prepared.written.in_key_order()  # while the writer is still at work, usually
     fault_point("replay:prepared")
     try:
         provider.commit_prepared()

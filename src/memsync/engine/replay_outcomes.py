@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from operator import itemgetter
 from typing import Any
 
 from memsync.base.errors import MemsyncError, TransientProviderError
@@ -38,6 +39,16 @@ class Written:
     journal: list[tuple[Any, ...]] = field(default_factory=list)
     removed: list[tuple[str, str]] = field(default_factory=list)  # records gone from the provider
     unlinked: list[tuple[str, str, str | None]] = field(default_factory=list)  # their bases
+
+    def in_key_order(self) -> None:
+        """Each table's rows in the order of its key: tens of thousands of rows inserted in
+        key order cost about a third less than in the plan's (the B-trees' pages stay in
+        SQLite's cache), measured at 100k outcomes of a first sync."""
+        self.done.sort()
+        self.records.sort(key=itemgetter(0, 1))  # provider, provider id
+        self.bases.sort(key=itemgetter(0, 1))  # link, provider
+        self.agreements.sort(key=itemgetter(0))  # link
+        self.journal.sort(key=itemgetter(4))  # link (changes_by_link)
 
 
 class Outcomes:
