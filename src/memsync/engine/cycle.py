@@ -145,7 +145,7 @@ class Engine:
             report.providers[name] = ProviderOutcome(name)
         lead = [n for n in self.providers if n in set(options.lead or ()) & selected]
         rest = [n for n in self.providers if n not in lead]
-        ahead = WritesAhead.for_cycle(
+        writes_ahead = WritesAhead.for_cycle(
             self.store,
             self.providers,
             self.topology,
@@ -161,7 +161,7 @@ class Engine:
                 report.interrupted = report.interrupted or _stopping(options)
                 continue
             started = time.monotonic()
-            provider, added = self.providers[name], ahead.on_added(name)
+            provider, added = self.providers[name], writes_ahead.on_added(name)
             self._mirror_one(provider, run_id, limits, options, outcome, added)
             outcome.seconds += time.monotonic() - started
             fault_point("cycle:after-mirror")
@@ -175,7 +175,7 @@ class Engine:
             self._plan(run_id, topology, report, options)
         fault_point("cycle:after-plan")
         if not options.dry_run and not _stopping(options):
-            ahead.planned(self.store, run_id)
+            writes_ahead.planned(self.store, run_id)
             replay = Replay(
                 self.store,
                 self.providers,

@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 
 from memsync.base.errors import (
     AuthError,
@@ -158,7 +159,7 @@ class Replay:
         outcome = report.providers[provider.name]
         try:
             self.use(provider)
-            sized = lambda writing: self._batch_size(provider, writing)  # noqa: E731
+            sized = partial(self._batch_size, provider)
             if write_prepared(self.store, self.outcomes, run_id, provider, report, options, sized):
                 return  # a first sync staged ahead (``prepared``)
             size = self._batch_size(provider, 0)

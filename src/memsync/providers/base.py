@@ -335,26 +335,23 @@ class Provider(ABC):
     # writes ---------------------------------------------------------------------------
 
     # A first sync's writes prepared ahead (optional; the engine's ``ahead`` and ``prepared``):
-    # a provider whose every write waits on its disk (mnem) may stage the creates it expects
+    # a store whose every write waits on its disk (mnem) may stage the creates it expects
     # while the cycle plans, and make them visible in one commit once replay asks for them.
 
     def stages_ahead(self) -> bool:
-        """Whether this open provider stages ahead the creates it is told to expect (a store
-        this cycle creates): then the engine calls the three methods below."""
+        """Whether this provider stages ahead the creates it is told to expect (then the
+        engine tells it, and replays into it through the methods below)."""
         return False
 
     def expect_creates(self, items: list[Outgoing]) -> None:
-        """The cycle is likely to plan these creates here (the memories another provider's
-        listing just staged): they may be prepared, invisibly, none written until replay."""
+        """Creates the cycle is likely to plan here (another listing's new memories)."""
 
     def planned_creates(self, origins: set[str]) -> None:
-        """The origins of the creates this cycle's plan asks of this provider (told before
-        replay): whatever was prepared for other memories is never made visible."""
+        """The origins of the creates the plan asks for: prepare nothing else visible."""
 
     def prepare_writes(self, ops: list[WriteOp]) -> list[WriteResult] | None:
-        """What each of these writes will leave once ``commit_prepared`` makes them visible,
-        all at once with those prepared before them (an error is final). None when this
-        provider has nothing prepared: replay then calls ``write_many``."""
+        """What each write will leave once ``commit_prepared`` makes them all visible (an
+        error is final); None when nothing is prepared here (replay calls ``write_many``)."""
         return None
 
     def commit_prepared(self) -> None:
