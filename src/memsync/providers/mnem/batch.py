@@ -62,9 +62,9 @@ class BatchWrite(BatchPlan):
         results = []
         for op in ops:
             step = self.plan(op)
-            if step.action == "add" and step.record is not None:
+            if step.action == "add" and step.record is not None:  # made for this step alone
                 dated = op.item.updated_at if op.item is not None else None
-                step.record = replace(step.record, updated_at=dated or when)
+                step.record.updated_at = dated or when  # (its hashes, kept, do not read it)
             if step.error is not None:
                 results.append(WriteResult(op, error=step.error))
             elif step.action in ("add", "none"):
