@@ -32,6 +32,7 @@ from memsync.base.errors import MemsyncError, ProviderBusy
 from memsync.base.faults import fault_point
 from memsync.base.records import parse_instant, utc_now_iso
 from memsync.engine.adopt import adopt
+from memsync.engine.ahead import Added, WritesAhead
 from memsync.engine.decisions import plan_dirty
 from memsync.engine.history import bring_history
 from memsync.engine.mirror import (
@@ -145,6 +146,13 @@ class Engine:
             report.providers[name] = ProviderOutcome(name)
         lead = [n for n in self.providers if n in set(options.lead or ()) & selected]
         rest = [n for n in self.providers if n not in lead]
+        writes_ahead = WritesAhead.for_cycle(
+            self.store,
+            self.providers,
+            self.topology,
+            set() if options.dry_run else selected,
+            self._use,
+        )
         for name in lead + rest:
             outcome = report.providers[name]
             if name == next(iter(rest), None) and lead and self._nothing_to_do(lead, report):
@@ -154,7 +162,8 @@ class Engine:
                 report.interrupted = report.interrupted or _stopping(options)
                 continue
             started = time.monotonic()
-            self._mirror_one(self.providers[name], run_id, limits, options, outcome)
+            provider, added = self.providers[name], writes_ahead.on_added(name)
+            self._mirror_one(provider, run_id, limits, options, outcome, added)
             outcome.seconds += time.monotonic() - started
             fault_point("cycle:after-mirror")
         if not _stopping(options):
@@ -169,6 +178,7 @@ class Engine:
             self._plan(run_id, topology, report, options)
         fault_point("cycle:after-plan")
         if not options.dry_run and not _stopping(options):
+            writes_ahead.planned(self.store, run_id)
             replay = Replay(
                 self.store,
                 self.providers,
@@ -212,6 +222,7 @@ class Engine:
         limits: DeleteLimits,
         options: SyncOptions,
         outcome: ProviderOutcome,
+        on_added: Added | None = None,
     ) -> None:
         try:
             reset = check_identity(self.store, provider)
@@ -220,7 +231,9 @@ class Engine:
                 cursor = None
             listing = self._use(provider).listing(cursor)
             write_back = not options.dry_run and self.topology.is_receiver(provider.name)
-            mirror = Mirror(self.store, provider, run_id, limits, options.stop, write_back)
+            mirror = Mirror(
+                self.store, provider, run_id, limits, options.stop, write_back, on_added
+            )
             result = mirror.run(listing)
             result.reset = reset
             outcome.mirror = result

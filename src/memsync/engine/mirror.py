@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -82,8 +83,11 @@ class Mirror:
         limits: DeleteLimits,
         stop: threading.Event | None = None,
         write_back: bool = True,
+        on_added: Callable[[list[tuple[str, Record]]], None] | None = None,
     ) -> None:
+        """``on_added`` is told each page's new records (link id, record) once staged."""
         self.stop = stop
+        self.on_added = on_added
         # May a carried-over record be written back into this provider (see _queue_repairs)?
         # Not when memsync only reads it (direction "pull") or in a dry run.
         self.write_back = write_back
@@ -161,6 +165,7 @@ class Mirror:
             tokens: list[TokenRefresh] = []
             journal: list[tuple[Any, ...]] = []
             repairs: list[str] = []  # links whose record lost memsync's fields in the store
+            added: list[tuple[str, Record]] = []
             for record in fresh:
                 old = existing.get(record.id)
                 if record.created_at is None:
@@ -174,6 +179,7 @@ class Mirror:
                     journal.append(
                         journal_row(self.run_id, name, link_id, "added", record, record.id, now)
                     )
+                    added.append((link_id, record))
                     self.result.added += 1
                     continue
                 link_id, fingerprint, version = old.link_id, old.fingerprint, old.version
@@ -224,6 +230,8 @@ class Mirror:
                 )
         self.result.skipped.extend(skipped)
         self.result.listed += len(fresh)
+        if added and self.on_added is not None:
+            self.on_added(added)
 
     def _version_dates(self, records: list[Record]) -> VersionDates:
         """When the store made what this page lists, where the listing does not say (mnem, see

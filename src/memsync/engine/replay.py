@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 
 from memsync.base.errors import (
     AuthError,
@@ -31,6 +32,7 @@ from memsync.base.faults import fault_point
 from memsync.base.records import parse_instant, utc_now_iso
 from memsync.engine.freshness import changed_targets
 from memsync.engine.plan import Action, Topology
+from memsync.engine.prepared import write_prepared
 from memsync.engine.recorder import Recorder
 from memsync.engine.replay_outcomes import Outcomes
 from memsync.engine.report import (
@@ -157,6 +159,9 @@ class Replay:
         outcome = report.providers[provider.name]
         try:
             self.use(provider)
+            sized = partial(self._batch_size, provider)
+            if write_prepared(self.store, self.outcomes, run_id, provider, report, options, sized):
+                return  # a first sync staged ahead (``prepared``)
             size = self._batch_size(provider, 0)
             rows = self.store.outbox.pending(run_id, provider.name, 0, size)
             ahead: Ahead | None = None  # the writes of ``rows``, read while the last batch wrote

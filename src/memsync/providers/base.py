@@ -362,6 +362,29 @@ class Provider(ABC):
 
     # writes ---------------------------------------------------------------------------
 
+    # A first sync's writes prepared ahead (optional; the engine's ``ahead`` and ``prepared``):
+    # a store whose every write waits on its disk (mnem) may stage the creates it expects
+    # while the cycle plans, and make them visible in one commit once replay asks for them.
+
+    def stages_ahead(self) -> bool:
+        """Whether this provider stages ahead the creates it is told to expect (then the
+        engine tells it, and replays into it through the methods below)."""
+        return False
+
+    def expect_creates(self, items: list[Outgoing]) -> None:
+        """Creates the cycle is likely to plan here (another listing's new memories)."""
+
+    def planned_creates(self, origins: set[str]) -> None:
+        """The origins of the creates the plan asks for: prepare nothing else visible."""
+
+    def prepare_writes(self, ops: list[WriteOp]) -> list[WriteResult] | None:
+        """What each write will leave once ``commit_prepared`` makes them all visible (an
+        error is final); None when nothing is prepared here (replay calls ``write_many``)."""
+        return None
+
+    def commit_prepared(self) -> None:
+        """Make every prepared write visible at once; raise ProviderError when none could be."""
+
     @abstractmethod
     def create(self, item: Outgoing) -> Record:
         """Write a new memory and return it as now held (with the provider's id)."""

@@ -222,6 +222,15 @@ class Outbox:
             (now, json.dumps(list(action_ids))),
         )
 
+    def pending_creates(self, run_id: int, provider: str) -> set[str]:
+        """The memories (link ids) this run plans to create in ``provider``."""
+        rows = self.conn.execute(
+            "SELECT link_id FROM outbox WHERE run_id = ? AND provider = ? "
+            "AND state = 'pending' AND kind = 'create'",
+            (run_id, provider),
+        )
+        return {str(row[0]) for row in rows}
+
     def count_pending(self, run_id: int, provider: str) -> int:
         """How many of this run's writes into ``provider`` are still pending."""
         row = self.conn.execute(
@@ -241,10 +250,11 @@ class Outbox:
         )
 
     def finish(self, action_ids: Iterable[int], now: str) -> None:
-        """Record successful writes."""
-        self.conn.executemany(
-            "UPDATE outbox SET state = 'done', last_error = NULL, updated_at = ? WHERE id = ?",
-            [(now, action_id) for action_id in action_ids],
+        """Record successful writes (one statement, however many: a first sync's are all)."""
+        self.conn.execute(
+            "UPDATE outbox SET state = 'done', last_error = NULL, updated_at = ? "
+            "WHERE id IN (SELECT value FROM json_each(?))",
+            (now, json.dumps(list(action_ids))),
         )
 
     def prune(self, before_run: int) -> None:

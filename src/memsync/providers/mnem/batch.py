@@ -9,13 +9,17 @@ a node nobody knew is staged, and one ``diff`` of the staged batch against the h
 over the store, whatever the batch's size) tells which of them named a node that exists; those
 are decided as the plan decides a create over a node before the commit, and unstaged when they
 must not be written.
+
+A first sync into a store this cycle creates is planned ahead of its commit (``prepare``):
+its nodes were staged by a writer process meanwhile (``ahead``), and ``apply`` commits what
+the writer staged with what the batch stages itself, in one commit dated when it was planned.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from memsync.base.errors import ProviderError
@@ -35,12 +39,52 @@ log = logging.getLogger("memsync.mnem")
 class BatchWrite(BatchPlan):
     """The ops of one ``write_many`` call on an open store, planned and then applied."""
 
+    time_ms: int | None = None  # the commit's time, when chosen as it was planned (``prepare``)
+    ahead_made: dict[str, str] = field(default_factory=dict)  # node -> version, staged ahead
+    ahead_families: set[str] = field(default_factory=set)
+    failure: ProviderError | None = None  # why the last apply committed nothing
+
     def run(self, ops: list[WriteOp]) -> Iterator[WriteResult]:
         """Plan every op, report those that failed planning, then stage and commit the rest."""
         for op in ops:
             self.steps.append(self.plan(op))
         yield from (WriteResult(s.op, error=s.error) for s in self.steps if s.error)
         yield from self._apply()
+
+    def prepare(self, ops: list[WriteOp]) -> list[WriteResult]:
+        """Plan OPS into the batch that ``apply`` commits: what each leaves once committed (a
+        planning error is final), dated by the commit to come, whose time is chosen now. A node
+        staged ahead as it is leaves no step (the commit takes it in), only its version: a
+        first sync's batch then holds next to nothing of its memories once recorded."""
+        if self.time_ms is None:
+            self.time_ms = now_ms()
+        when = iso_from_ms(self.time_ms)
+        results = []
+        for op in ops:
+            step = self.plan(op)
+            if step.action == "add" and step.record is not None:  # made for this step alone
+                dated = op.item.updated_at if op.item is not None else None
+                step.record.updated_at = dated or when  # (its hashes, kept, do not read it)
+            if step.error is not None:
+                results.append(WriteResult(op, error=step.error))
+            elif step.action in ("add", "none"):
+                results.append(WriteResult(op, record=step.record))
+            else:
+                results.append(WriteResult(op))
+            if step.ahead and step.record is not None:
+                self.ahead_made[step.node_id] = step.record.version or ""
+                self.ahead_families.add(step.family)
+            else:
+                self.steps.append(step)
+        return results
+
+    def apply(self) -> None:
+        """Stage and commit every op ``prepare`` planned, with the nodes staged ahead; raise
+        ProviderError when the commit failed (then none of them was written)."""
+        for _ in self._apply():
+            pass
+        if self.failure is not None:
+            raise self.failure
 
     def _apply(self) -> Iterator[WriteResult]:
         failure: ProviderError | None = None
@@ -49,14 +93,17 @@ class BatchWrite(BatchPlan):
         with self.handle.writing():
             try:
                 written = [s.node_id for s in self.steps if s.action in ("add", "rm")]
-                if written:
-                    self.handle.note_batch(written)  # a kill from here on leaves it recognisable
+                if written:  # a kill from here on leaves it recognisable (with those staged
+                    self.handle.note_batch(written + self.known.staged_ahead())  # ahead)
                 self._stage_and_commit()
             except ProviderError as exc:
                 failure = detached(exc)
+            self.failure = failure
             if failure is not None:
-                if self.handle.unstage([step.node_id for step in self.staged]):
+                ahead = self.known.staged_ahead()
+                if self.handle.unstage(sorted({s.node_id for s in self.staged} | {*ahead})):
                     self.handle.in_flight.clear()
+                self.known.gone(ahead)
             else:
                 self.handle.in_flight.clear()
                 self._remember_written()
@@ -125,8 +172,11 @@ class BatchWrite(BatchPlan):
             "read staging",
             lambda: bool(handle.store.staged() or handle.store.staged_deletions()),
         ):
-            message = commit_message([s for s in self.staged if s.action in ("add", "rm")])
-            time_ms = now_ms()
+            swept = len(self.ahead_made) if self.known.staged_ahead() else 0
+            message = commit_message(
+                [s for s in self.staged if s.action in ("add", "rm")], swept, self.ahead_families
+            )
+            time_ms = self.time_ms or now_ms()
             with killed_inside("mnem:commit"):
                 commit = handle.sdk_call(
                     "commit the batch",
@@ -134,6 +184,7 @@ class BatchWrite(BatchPlan):
                 )
             handle.meanwhile.wrote(commit)
             self._dated(commit, time_ms)
+            self.known.ahead_committed()
         self.committed += self.staged
         self.staged = []
 
@@ -143,6 +194,8 @@ class BatchWrite(BatchPlan):
         updated_at when the memory has one (a copy of an edit made elsewhere, or memsync's
         fields written back under an agent's edit, is as old as that edit), else by the commit."""
         made: dict[str, str | None] = {}
+        if self.known.staged_ahead():
+            made.update(self.ahead_made)
         removed: set[str] = set()
         for step in self.staged:
             if step.action == "add" and step.record is not None:
@@ -218,6 +271,8 @@ class BatchWrite(BatchPlan):
 
     def _stage(self, step: Step) -> None:
         spec = step.spec
+        if step.ahead:
+            return  # staged as it is by the writer process
         if spec is None:
             if not self.handle.sdk_call(
                 f"forget node {step.node_id!r}", lambda: self._rm(step.node_id)
@@ -237,10 +292,11 @@ class BatchWrite(BatchPlan):
         )
 
 
-def commit_message(steps: list[Step]) -> str:
-    """'memsync: 12 added, 3 updated, 1 forgotten from mem0'."""
-    counts = {"added": 0, "updated": 0, "forgotten": 0}
-    families: set[str] = set()
+def commit_message(steps: list[Step], swept: int = 0, swept_from: set[str] | None = None) -> str:
+    """'memsync: 12 added, 3 updated, 1 forgotten from mem0' (SWEPT: nodes staged ahead this
+    commit adds too, for memories of the families SWEPT_FROM)."""
+    counts = {"added": swept, "updated": 0, "forgotten": 0}
+    families: set[str] = set(swept_from or ())
     for step in steps:
         if step.counted:
             counts[step.counted] += 1

@@ -34,7 +34,7 @@ from memsync.providers.mnem.convert import (
 )
 from memsync.providers.mnem.expiry import forgotten_as_expired
 from memsync.providers.mnem.handle import StoreHandle, detached
-from memsync.providers.mnem.known import UNKNOWN, KnownNodes
+from memsync.providers.mnem.known import UNKNOWN, KnownNodes, StagedAhead
 
 
 class NodeIdCollision(ProviderError):
@@ -55,6 +55,7 @@ class Step:
     family: str = ""
     unverified: bool = False  # a create of a node nobody knew: checked by the batch's diff
     refused: ProviderError | None = None  # changed by an agent since the listing (meanwhile)
+    ahead: bool = False  # staged ahead as it is by a writer process (``ahead``): not staged again
 
 
 @dataclass
@@ -102,6 +103,14 @@ class BatchPlan:
     def _plan_create(self, op: WriteOp, item: Outgoing) -> Step:
         spec = node_spec(item, layout=self.handle.layout)
         current = self._current(spec.id)
+        if isinstance(current, StagedAhead) and not current.committed:
+            family = family_of(item.origin)
+            if current.identity == spec.identity():  # staged as it is: committed, not staged
+                record = self._record(spec)
+                return Step(
+                    op, "add", spec.id, counted="added", family=family, record=record, ahead=True
+                )
+            return self._stage_add(op, spec, "added", family)
         if current is UNKNOWN:
             step = self._stage_add(op, spec, "added", family_of(item.origin))
             step.unverified = True
@@ -192,6 +201,8 @@ def identity_of(current: Any) -> str | None:
         return current.version
     if isinstance(current, Skipped):
         return None
+    if isinstance(current, StagedAhead):
+        return current.identity
     return node_version(current)
 
 
@@ -203,5 +214,7 @@ def written_for(current: Any, origin: str) -> bool:
         return not current.detached and current.origin == origin
     if isinstance(current, Skipped):
         return False
+    if isinstance(current, StagedAhead):
+        return current.origin == origin
     note = memsync_note(current)
     return note is not None and note.get("origin") == origin

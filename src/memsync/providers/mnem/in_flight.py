@@ -6,7 +6,10 @@ and before its commit ended leaves its batch staged: the store holds none of it,
 staging does, and memsync never commits staged changes it cannot prove are its own (any
 commit sweeps in everything staged). So before it stages a batch memsync notes the node ids
 it is about to stage, in a file of its own (its state directory, one file per store, written
-whole and fsynced), and removes the note once the batch is committed or unstaged.
+whole and fsynced), and removes the note once the batch is committed or unstaged. A batch
+staged a part at a time (a first sync staged ahead by a writer process while memsync plans,
+``ahead``) is noted a part at a time: one line each, appended and fsynced before that part is
+staged.
 
 When memsync opens the store again and every staged change is named in its note, they are
 memsync's own: it unstages them, and the next plan writes them again from its outbox, once.
@@ -50,26 +53,53 @@ class InFlight:
         """Say, durably, that these nodes are about to be staged by memsync."""
         path = self.path
         make_private_dir(path.parent)
-        body = json.dumps({"store": self.store_identity, "nodes": sorted(set(node_ids))})
         scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         descriptor = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            os.write(descriptor, body.encode("utf-8"))
+            os.write(descriptor, self._line(node_ids))
             os.fsync(descriptor)
         finally:
             os.close(descriptor)
         os.replace(scratch, path)
 
-    def noted(self) -> set[str] | None:
-        """The node ids of a batch memsync staged and never finished, or None."""
+    def note_more(self, node_ids: Iterable[str]) -> None:
+        """Say, durably, that these nodes too are about to be staged (a batch staged a part at
+        a time): one line more in the note, never a rewrite of what it holds."""
+        path = self.path
+        make_private_dir(path.parent)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError):
+            os.write(descriptor, self._line(node_ids))
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+    def _line(self, node_ids: Iterable[str]) -> bytes:
+        body = json.dumps({"store": self.store_identity, "nodes": sorted(set(node_ids))})
+        return (body + "\n").encode("utf-8")
+
+    def noted(self) -> set[str] | None:
+        """The node ids of a batch memsync staged and never finished, or None.
+
+        One line per part (``note``, then ``note_more``). A line a crash cut short named nodes
+        whose staging had not begun: it ends the note."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
             return None
-        if not isinstance(data, dict) or data.get("store") != self.store_identity:
-            return None
-        nodes = data.get("nodes")
-        return {n for n in nodes if isinstance(n, str)} if isinstance(nodes, list) else None
+        found: set[str] | None = None
+        for line in text.splitlines():
+            try:
+                data = json.loads(line)
+            except ValueError:
+                break
+            if not isinstance(data, dict) or data.get("store") != self.store_identity:
+                return None
+            nodes = data.get("nodes")
+            if not isinstance(nodes, list):
+                return None
+            found = (found or set()) | {n for n in nodes if isinstance(n, str)}
+        return found
 
     def clear(self) -> None:
         with contextlib.suppress(FileNotFoundError):
