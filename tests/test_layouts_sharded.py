@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import mnem  # the real SDK: a missing build is an error, not a skip
 import mnem_langgraph
@@ -174,7 +175,11 @@ def test_a_sharded_root_cannot_be_a_store_nor_a_template(home: Path, cli: Any) -
 
 @given(st.text(min_size=0, max_size=80))
 def test_every_namespace_is_one_directory_name_and_back(namespace: str) -> None:
-    name = shard_name(namespace)
+    try:
+        name = shard_name(namespace)
+    except ShardNameError:  # 80 characters of 4-byte UTF-8 pass a directory name's 255 bytes
+        assert len(quote(namespace, safe="").encode()) > 255
+        return
     assert "/" not in name and name not in (".", "..") and not name.startswith(".")
     assert namespace_of_shard(name) == namespace
 

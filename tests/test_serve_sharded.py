@@ -71,6 +71,7 @@ layout = {{ type = "langgraph", namespace = ["memories", "{{user_id}}"], stores 
 def body(store: Any) -> list[Any]:
     """What a LangGraph application does with a store (branches aside: they are per store)."""
     names = Names()
+    since = datetime.now(UTC)  # a timestamp from here on is "now"
     seen: list[Any] = []
     alice, bob = ("memories", "alice"), ("memories", "bob")
     store.put(alice, "k1", {"content": "prefers tea", "topic": "drinks", "_meta": {"source": "c1"}})
@@ -78,9 +79,9 @@ def body(store: Any) -> list[Any]:
     store.put(bob, "k1", {"content": "likes jazz", "topic": "music", "_meta": {"step": "s4"}})
     store.put(("memories", "alice", "deep"), "k9", {"content": "a sub-namespace"})
     store.put(("prefs",), "theme", {"v": "dark", "unicode": "é☕"})
-    seen.append(item(names, store.get(alice, "k1")))
-    seen.append(item(names, store.get(alice, "missing")))
-    seen.append(item(names, store.get(("nobody",), "x")))
+    seen.append(item(names, since, store.get(alice, "k1")))
+    seen.append(item(names, since, store.get(alice, "missing")))
+    seen.append(item(names, since, store.get(("nobody",), "x")))
     searches: list[dict[str, Any]] = [
         {"namespace_prefix": ("memories",)},
         {"namespace_prefix": alice, "filter": {"topic": "drinks"}},
@@ -91,14 +92,14 @@ def body(store: Any) -> list[Any]:
     ]
     for search in searches:
         prefix = search.pop("namespace_prefix")
-        seen.append([item(names, found) for found in store.search(prefix, **search)])
+        seen.append([item(names, since, found) for found in store.search(prefix, **search)])
     seen.append(store.list_namespaces())
     seen.append(store.list_namespaces(prefix=("memories",)))
     seen.append(store.list_namespaces(suffix=("alice",)))
     seen.append(store.list_namespaces(max_depth=1))
     seen.append(store.list_namespaces(limit=1, offset=1))
     store.delete(alice, "k2")
-    seen.append(item(names, store.get(alice, "k2")))
+    seen.append(item(names, since, store.get(alice, "k2")))
     seen.append(sdk_object(names, store.why(alice, "k1")))
     seen.append(sdk_object(names, store.why(bob, "k1")))
     seen.append(outcome(names, lambda: store.why(alice, "k2")))
@@ -108,8 +109,11 @@ def body(store: Any) -> list[Any]:
     async def later() -> list[Any]:
         await store.aput(bob, "k2", {"content": "async write"})
         return [
-            item(names, await store.aget(bob, "k2")),
-            [item(names, f) for f in await store.asearch(("memories", "bob"), query="async")],
+            item(names, since, await store.aget(bob, "k2")),
+            [
+                item(names, since, f)
+                for f in await store.asearch(("memories", "bob"), query="async")
+            ],
             await store.alist_namespaces(prefix=("memories",)),
         ]
 

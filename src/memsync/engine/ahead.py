@@ -47,12 +47,12 @@ class WritesAhead:
                 continue
             if not provider.stages_ahead() or store.count_records(name):
                 continue
-            if _begins_with_history(name, provider, providers, topology):
-                continue  # the history import writes its HEAD (engine.history): nothing to stage
             try:
                 use(provider)
             except MemsyncError:
                 continue  # its own mirror meets the same error and reports it
+            if _begins_with_history(name, provider, providers, topology):
+                continue  # the history import writes its HEAD (engine.history): nothing to stage
             if provider.stages_ahead():
                 targets[name] = provider
         return cls(targets, topology)
