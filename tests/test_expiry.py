@@ -315,7 +315,8 @@ def test_an_older_server_that_cannot_show_expired_memories_deletes_nothing(
     report = world.sync()
     assert removed(report) == {"mem0": 0, "mnem": 0, "backup": 0}
     assert side.holds(due)
-    gets = side.double.faults.requests("GET", f"/memories/{due}")
+    point = f"/memories/{due}"  # its history's route, read by the first sync, starts the same
+    gets = [s for s in side.double.faults.requests("GET", point) if s.path.rstrip("/") == point]
     assert len(gets) == 1  # one point read found it, with its date...
     backup = world.backup_records()["renew the passport"]
     assert backup["metadata"]["memsync"]["expiration_date"] == past  # ...which travelled

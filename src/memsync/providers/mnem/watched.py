@@ -70,7 +70,24 @@ class MnemStore(WatchedFiles):
         return mnem_settled(self.root, token, self.held)
 
 
-class MnemTemplate(WatchedFiles):
+class _StorePerScope(WatchedFiles):
+    """A store per scope under one root: a scope's signature is its own store's."""
+
+    held: HeldStores | None
+
+    def _store_of(self, scope: Scope | None) -> Path | None:
+        raise NotImplementedError
+
+    def signature(self, scope: Scope | None) -> Signature:
+        path = self._store_of(scope)
+        return None if path is None else content_signature(path)
+
+    def settled(self, scope: Scope | None, token: str) -> Signature:
+        path = self._store_of(scope)
+        return None if path is None else mnem_settled(path, token, self.held)
+
+
+class MnemTemplate(_StorePerScope):
     """Every mnem store a path template names (one per scope), watched from the template's root,
     so that a store made after the daemon started is watched as soon as it appears."""
 
@@ -97,14 +114,6 @@ class MnemTemplate(WatchedFiles):
             return Hint(self.provider, scope)
         return None
 
-    def signature(self, scope: Scope | None) -> Signature:
-        path = self._store_of(scope)
-        return None if path is None else content_signature(path)
-
-    def settled(self, scope: Scope | None, token: str) -> Signature:
-        path = self._store_of(scope)
-        return None if path is None else mnem_settled(path, token, self.held)
-
     def _store_of(self, scope: Scope | None) -> Path | None:
         if scope is None:
             return None
@@ -114,7 +123,7 @@ class MnemTemplate(WatchedFiles):
             return None
 
 
-class MnemShards(WatchedFiles):
+class MnemShards(_StorePerScope):
     """Every shard of a root with a store per namespace (``stores = "per-namespace"``), watched
     from the root, so that a shard made after the daemon started is watched at once. A shard
     whose namespace is no scope's (an agent's ``("scratch",)``) gives no hint."""
@@ -142,14 +151,6 @@ class MnemShards(WatchedFiles):
             return None
         values = place_of_namespace(self.template, namespace.split(":") if namespace else [])
         return Hint(self.provider, Scope.of(values)) if values else None
-
-    def signature(self, scope: Scope | None) -> Signature:
-        path = self._store_of(scope)
-        return None if path is None else content_signature(path)
-
-    def settled(self, scope: Scope | None, token: str) -> Signature:
-        path = self._store_of(scope)
-        return None if path is None else mnem_settled(path, token, self.held)
 
     def _store_of(self, scope: Scope | None) -> Path | None:
         if scope is None:
