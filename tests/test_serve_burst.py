@@ -13,6 +13,8 @@ go, as an application's workers do when it starts.
 
 from __future__ import annotations
 
+import errno
+import gc
 import json
 import socket
 import subprocess
@@ -23,6 +25,10 @@ from pathlib import Path
 
 import pytest
 
+from memsync.base.lock import daemon_lock
+from memsync.base.paths import resolve_paths
+from memsync.config import parse_config
+from memsync.providers.held import HeldStores
 from tests.conftest import subprocess_env, write_config
 from tests.live_world import served_mem0_server
 from tests.mnem_sdk import real_sdk
@@ -39,7 +45,15 @@ from memsync.langgraph import MnemosyneStore
 
 store, threads = sys.argv[1], int(sys.argv[2])
 go = threading.Event()
-served, failed, took = [], [], []
+served, failed, took, paused = [], [], [], []
+real_sleep = time.sleep
+
+def pause(seconds):  # a connect that met a full backlog, or a client asking the daemon again
+    if sys._getframe(1).f_code.co_name in ("connect", "_connect_or_open", "_open_here"):
+        paused.append(seconds)
+    real_sleep(seconds)
+
+time.sleep = pause
 
 def agent(number):
     go.wait()
@@ -65,7 +79,8 @@ sys.stdin.readline()
 go.set()
 for worker in workers:
     worker.join()
-print(json.dumps({"served": len(served), "failed": failed, "slowest": max(took)}), flush=True)
+print(json.dumps({"served": len(served), "failed": failed, "slowest": max(took),
+                  "paused": len(paused)}), flush=True)
 """
 
 
@@ -104,6 +119,9 @@ def test_a_hundred_clients_made_at_once_are_all_served_by_the_daemon(home: Path)
     failed = [line for result in results for line in result["failed"]]
     assert not failed, f"{len(failed)} failed: {sorted(set(f.split(': ', 1)[1] for f in failed))}"
     assert sum(result["served"] for result in results) == PROCESSES * THREADS
+    # ...at once: the daemon's backlog holds the burst, so no client waited for room (EAGAIN)
+    # nor asked again (a backlog of 5 still serves them all, after seconds of back-off)
+    assert sum(result["paused"] for result in results) == 0
     assert code == 0
     assert not [line for line in daemon.lines if " ERROR " in line or "Traceback" in line]
     print(
@@ -142,9 +160,19 @@ def test_a_connect_that_meets_a_full_backlog_waits_for_room_instead_of_giving_up
 
     monkeypatch.setattr(wire.time, "sleep", pause)
     got: list[socket.socket] = []
-    connecting = threading.Thread(target=lambda: got.append(wire.connect(path, 30)))
+    gave_up: list[OSError] = []
+
+    def connect() -> None:
+        try:
+            got.append(wire.connect(path, 30))
+        except OSError as exc:
+            gave_up.append(exc)
+            paused.set()  # nothing to wait for
+
+    connecting = threading.Thread(target=connect)
     connecting.start()
     assert paused.wait(DEADLINE), "the connect never met the full backlog"
+    assert not gave_up, f"the connect gave up on a live listener at once: {gave_up[0]!r}"
     accepted = [listener.accept()[0] for _ in fillers]  # the daemon takes what waited
     connecting.join(DEADLINE)
     assert got, "the connect gave up on a live listener"
@@ -153,3 +181,58 @@ def test_a_connect_that_meets_a_full_backlog_waits_for_room_instead_of_giving_up
         sock.close()
     with pytest.raises(ConnectionRefusedError):  # nobody listens on a dead daemon's socket
         wire.connect(path, 30)
+
+
+ONE_STORE = """
+[sync]
+active = "agents"
+
+[providers.agents]
+type = "mnem"
+path = "{store}"
+"""
+
+
+def test_a_live_daemon_a_client_could_not_reach_is_asked_again_not_bypassed(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon is alive (it holds its lock) but the first connect fails as a backlog still
+    full past its patience does: the client asks the daemon again, and is served, rather than
+    open the store itself (and lock the daemon out of it, as issue 40's agents did)."""
+    real_sdk()
+    from memsync.langgraph import MnemosyneStore
+    from memsync.orchestration.serve import client
+    from memsync.orchestration.serve.server import StoreServer  # the mnem SDK's: after real_sdk
+
+    store = init_store(home / "agents" / "memory")
+    write_config(home, ONE_STORE.format(store=store))
+    paths = resolve_paths()
+    paths.ensure()
+    alive = daemon_lock(paths)
+    alive.acquire()
+    held = HeldStores()
+    config = parse_config(ONE_STORE.format(store=store))
+    serving = StoreServer(paths, config, held=held, on_write=lambda _hint: None)
+    serving.start()
+    real_connect = client.connect
+    refused: list[Path] = []
+
+    def full_at_first(path: Path, timeout: float | None) -> socket.socket:
+        if not refused:
+            refused.append(path)
+            raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+        return real_connect(path, timeout)
+
+    monkeypatch.setattr(client, "connect", full_at_first)
+    try:
+        app = MnemosyneStore(str(store))
+        try:
+            assert refused, "the first connect was never made"
+            assert app._client.via_daemon, "the client opened the store itself"
+        finally:
+            app.close()
+    finally:
+        serving.close(grace=5)
+        alive.release()
+        held.let_go_of_idle()
+        gc.collect()

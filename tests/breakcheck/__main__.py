@@ -32,8 +32,9 @@ from pathlib import Path
 
 from tests.breakcheck.breaks import ISSUE_38, Break
 from tests.breakcheck.last_round import LAST_ROUND
+from tests.breakcheck.phase_3 import PHASE_3
 
-BREAKS = ISSUE_38 + LAST_ROUND
+BREAKS = ISSUE_38 + LAST_ROUND + PHASE_3
 
 ROOT = Path(__file__).resolve().parents[2]
 COPIED = ("src", "tests", "pyproject.toml")
