@@ -23,6 +23,7 @@ from memsync.orchestration.disk import sample_disk, size
 from memsync.orchestration.status.page import page_status
 from memsync.orchestration.ui.metrics import Metrics
 from memsync.staging import StagingStore
+from memsync.staging.store_sizes import SizeSample
 from tests.mem0_fixtures import Mem0App
 from tests.test_layouts_agents import ALICE, BOB, add, configure, sync
 from tests.test_layouts_sharded import configure_sharded
@@ -143,3 +144,28 @@ def test_samples_older_than_two_days_are_dropped(home: Path, cli: Any) -> None:
         assert first is not None
         sample_disk(store, config, now=now + timedelta(days=3))
         assert store.store_sizes.oldest_since("agents", "") == store.store_sizes.newest("agents")
+
+
+def test_a_look_takes_a_fresh_sample_as_the_size_and_reads_the_files_past_it(
+    home: Path, cli: Any
+) -> None:
+    """The page polls every 5 s: with thousands of stores, walking them all costs each poll a
+    fifth of a second, so a sample a cycle's end took in the last 5 minutes is the size."""
+    configure_sharded(home)
+    with Mem0App(home) as memory:
+        add(memory, "alice", ALICE)
+    sync(cli)
+    on_disk, stores = allocated(home / "agents")
+    paths = resolve_paths()
+    now = datetime.now(UTC)
+
+    def sampled_at(moment: datetime, size_then: int) -> dict[str, Any]:
+        with StagingStore.open(paths.database, create=False) as store:
+            store.store_sizes.prune((now + timedelta(days=1)).isoformat())  # none left
+            at = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            store.store_sizes.add("agents", SizeSample(at, size_then, stores))
+        disk: dict[str, Any] = json.loads(cli("status", "--json").output)["disk"]["agents"]
+        return disk
+
+    assert sampled_at(now - timedelta(minutes=1), 12_345)["bytes"] == 12_345
+    assert sampled_at(now - timedelta(minutes=10), 12_345)["bytes"] == on_disk

@@ -5,8 +5,9 @@ mnem keeps every commit's state, so a store's layout decides what memsync's comm
 store files says what they take now (``providers.disk_use``, nothing opened). A cycle's end
 samples it (``sample_disk``: at most once a minute per provider, kept two days); the growth
 rate is the bytes added between the oldest sample of the last day and the newest, per day.
-``status``, the page and ``/metrics`` show both (``disk_growth``), and ``check`` warns when a
-provider grows past its ``growth_budget`` a day at that rate.
+``status``, the page and ``/metrics`` show both (``disk_growth``: the newest sample when it is
+fresh, else the files), and ``check`` warns when a provider grows past its ``growth_budget`` a
+day at that rate.
 
 A store held open while it is written (by the daemon, for the agents it serves) reads smaller
 on disk than after it is let go (redb writes its file out in full on close): figures settle as
@@ -16,13 +17,14 @@ stores are let go, and a rate over hours is what to read, not a minute's.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memsync.base.records import parse_instant
 from memsync.config import Config
 from memsync.providers import disk_use
+from memsync.providers.disk import DiskUse
 from memsync.staging import StagingStore
 from memsync.staging.store_sizes import SizeSample
 
@@ -32,6 +34,9 @@ SAMPLE_EVERY = timedelta(minutes=1)
 WINDOW = timedelta(days=1)  # the growth rate looks back this far at most
 KEEP = timedelta(days=2)
 MIN_SPAN = timedelta(minutes=1)  # a rate over less than this is not said
+# A look (status, the page's poll, /metrics) takes a sample younger than this as the size now:
+# a cycle's end samples it, and walking thousands of stores costs a poll a fifth of a second.
+FRESH = timedelta(minutes=5)
 DAY = 86_400.0
 
 
@@ -110,14 +115,24 @@ def disk_growth(
     moment = now or datetime.now(UTC)
     found: dict[str, Growth] = {}
     for name, entry in config.providers.items():
-        use = disk_use(name, entry)
+        newest = store.store_sizes.newest(name) if store is not None else None
+        sampled = parse_instant(newest.at) if newest is not None else None
+        use: DiskUse | None
+        if newest is not None and sampled is not None and moment - sampled < FRESH:
+            use = DiskUse(newest.bytes, newest.stores)  # the page polls: no walk of every store
+        else:
+            use = disk_use(name, entry)
         if use is None:
             continue
         per_day = over = None
         if store is not None:
             per_day, over = _rate(store, name, moment)
         budget = getattr(entry, "growth_budget", None)
-        found[name] = Growth(name, use.bytes, use.stores, per_day, over, budget, use.advice)
+        growth = Growth(name, use.bytes, use.stores, per_day, over, budget, use.advice)
+        if growth.over_budget and not growth.advice:  # the advice names the layout: ask it
+            measured = disk_use(name, entry)
+            growth = replace(growth, advice=measured.advice if measured else "")
+        found[name] = growth
     return found
 
 
