@@ -456,12 +456,12 @@ def live_writes(
                     target=_arrives_at_server, args=(server, user(who), text, written, to_server)
                 )
             else:
-                before = _signature(home, user(who))
+                before = signature(home, user(who))
                 written = time.time()
                 body = {"messages": [{"role": "user", "content": text}], "user_id": user(who)}
                 client.post("/memories", json={**body, "infer": False}).raise_for_status()
                 thread = threading.Thread(
-                    target=_arrives_in_mnem, args=(home, user(who), before, written, to_mnem)
+                    target=arrives_in_mnem, args=(home, user(who), before, written, to_mnem)
                 )
             thread.start()
             pending.append(thread)
@@ -560,7 +560,8 @@ def views(
     )
 
 
-def _signature(home: Path, who: str) -> Any:
+def signature(home: Path, who: str) -> Any:
+    """What a user's mnem store looks like on disk now (a change there changes it)."""
     from memsync.providers.watched import signature_of
 
     return signature_of(home / "agents" / who / "memory" / ".mnem")
@@ -573,10 +574,11 @@ def _arrives_at_server(
     delays.append(time.time() - written)
 
 
-def _arrives_in_mnem(
-    home: Path, who: str, before: Any, written: float, delays: list[float]
+def arrives_in_mnem(
+    home: Path, who: str, before: Any, written: float, delays: list[float], timeout: float = 240
 ) -> None:
-    wait_until(lambda: _signature(home, who) != before, f"a write into {who}'s store", timeout=240)
+    """Note how long after WRITTEN the user's store changed (a thread's target)."""
+    wait_until(lambda: signature(home, who) != before, f"a write into {who}'s store", timeout)
     delays.append(time.time() - written)
 
 

@@ -47,14 +47,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 from tests.doubles.served import HARNESS, KEY, Served
 
 from bench._common import QUICK, memsync_command, report, run_command
 from bench._daemon import Daemon, p95, wait_until
-from bench.bench_org import Agents, mnem_alone, runs
+from bench.bench_org import Agents, arrives_in_mnem, mnem_alone, runs, signature
 
 LATENCY = 0.02
 LIMIT, WINDOW = 1000, 60.0  # the documented limit, over a sliding window on every route
@@ -291,7 +290,7 @@ def live_writes(home: Path, platform: Served, writer: httpx.Client, how: str) ->
                     args=(platform, user(who), text, written, to_platform),
                 )
             else:
-                before = _signature(home, user(who))
+                before = signature(home, user(who))
                 written = time.time()
                 body = {
                     "messages": [{"role": "user", "content": text}],
@@ -300,7 +299,7 @@ def live_writes(home: Path, platform: Served, writer: httpx.Client, how: str) ->
                 }
                 writer.post("/v3/memories/add/", json=body).raise_for_status()
                 thread = threading.Thread(
-                    target=_arrives_in_mnem, args=(home, user(who), before, written, to_mnem)
+                    target=arrives_in_mnem, args=(home, user(who), before, written, to_mnem, 300)
                 )
             thread.start()
             pending.append(thread)
@@ -334,10 +333,12 @@ def deletes(
         name = user(who)
         memory_id = platform.find(name, f"{name} memory {seeded}: likes tea")
         assert memory_id is not None, name
-        before = _signature(home, name)
+        before = signature(home, name)
         deleted = time.time()
         writer.delete(f"/v1/memories/{memory_id}/").raise_for_status()
-        thread = threading.Thread(target=_arrives_in_mnem, args=(home, name, before, deleted, took))
+        thread = threading.Thread(
+            target=arrives_in_mnem, args=(home, name, before, deleted, took, 300)
+        )
         thread.start()
         threads.append(thread)
     for thread in threads:
@@ -391,23 +392,10 @@ def verify(daemon: Daemon, platform: Served) -> None:
     )
 
 
-def _signature(home: Path, who: str) -> Any:
-    from memsync.providers.watched import signature_of
-
-    return signature_of(home / "agents" / who / "memory" / ".mnem")
-
-
 def _arrives_at_platform(
     platform: Served, who: str, text: str, written: float, delays: list[float]
 ) -> None:
     wait_until(lambda: platform.holds(who, text), f"{text!r} on the Platform", timeout=300)
-    delays.append(time.time() - written)
-
-
-def _arrives_in_mnem(
-    home: Path, who: str, before: Any, written: float, delays: list[float]
-) -> None:
-    wait_until(lambda: _signature(home, who) != before, f"a write into {who}'s store", timeout=300)
     delays.append(time.time() - written)
 
 
