@@ -20,7 +20,8 @@ import mnem_langgraph
 from memsync.langgraph import MnemosyneStore
 from memsync.orchestration.serve.client import StoreClient
 from tests.conftest import write_config
-from tests.mem0_fixtures import DIMS, Mem0App
+from tests.mem0_fixtures import Mem0App
+from tests.test_e2e_mem0 import mem0_table
 from tests.test_layouts_agents import ALICE, Agent, add, mem0_memories, sync
 from tests.test_layouts_sharded import configure_sharded
 
@@ -93,24 +94,11 @@ def test_the_same_edit_through_mnem_langgraph_costs_memsync_a_second_commit(
 def test_an_mcp_agents_remember_over_a_synced_memory_keeps_its_date_and_metadata(
     home: Path, cli: Any
 ) -> None:
-    stores = home / "stores"
     write_config(
         home,
-        f"""
-[sync]
-active = "mem0"
-
-[providers.mem0]
-type = "mem0-oss"
-scope = {{ user_id = "alice" }}
-embedder = "hash"
-mem0_config = {{ vector_store = {{ provider = "qdrant", config = {{ collection_name = "one", path = "{stores / "qdrant"}", embedding_model_dims = {DIMS} }} }}, history_db_path = "{stores / "history.db"}" }}
-
-[providers.agent]
-type = "mnem"
-path = "{home / "agent"}"
-create = true
-""",
+        '[sync]\nactive = "mem0"\n'
+        + mem0_table("mem0", home / "stores")
+        + f'\n[providers.agent]\ntype = "mnem"\npath = "{home / "agent"}"\ncreate = true\n',
     )
     with Mem0App(home) as memory:
         ids = add(memory, "alice", {"prefers green tea": {"topic": "drinks"}})
