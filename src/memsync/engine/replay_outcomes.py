@@ -139,8 +139,7 @@ class Outcomes:
         self.store.records.remove(written.removed)
         self.store.links.drop_bases(written.unlinked)
         self.store.journal.append(written.journal)
-        for provider, link_id in written.restored:
-            self.store.write_backs.settle(provider, [link_id])
+        self.store.write_backs.settle(written.restored)
 
 
 def written_rows(

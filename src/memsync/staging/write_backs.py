@@ -75,11 +75,10 @@ class WriteBacks:
         )
         return len(queued)
 
-    def settle(self, provider: str, links: Iterable[str]) -> None:
-        """These write-backs landed."""
+    def settle(self, landed: Iterable[tuple[str, str]]) -> None:
+        """These write-backs (provider, link) landed."""
         self.conn.executemany(
-            "DELETE FROM write_backs WHERE provider = ? AND link_id = ?",
-            [(provider, link) for link in links],
+            "DELETE FROM write_backs WHERE provider = ? AND link_id = ?", list(landed)
         )
 
     def owed(self, provider: str) -> list[str]:
