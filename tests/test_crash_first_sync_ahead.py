@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import shutil
 import signal
 import sqlite3
@@ -38,6 +39,7 @@ from tests.conftest import run_memsync, write_config
 from tests.mem0_fixtures import DIMS, mem0_payload
 from tests.mnem_sdk import real_sdk
 from tests.test_e2e_mem0 import App, mem0_table
+from tests.test_live_watch import wait_until
 
 T = TypeVar("T")
 N = 600  # past AHEAD_FROM (500): the first sync stages ahead
@@ -139,9 +141,25 @@ def converges(mnem: ModuleType, home: Path, commits: int = 1) -> None:
     assert quiet.returncode == 0 and json.loads(quiet.stdout)["actions_total"] == 0
 
 
+def holders(store: Path) -> list[str]:
+    """The processes with a file of the store at STORE open (from /proc)."""
+    found = []
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            links = [os.readlink(fd) for fd in fd_dir.iterdir()]
+        except OSError:
+            continue  # gone, or not ours to read
+        if any(link.startswith(str(store)) for link in links):
+            found.append(fd_dir.parent.name)
+    return found
+
+
 def kill_at(home: Path, point: str) -> None:
     killed = sync(home, MEMSYNC_KILL_AT=point)
     assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr[-800:])
+    # The writer process dies with memsync (PDEATHSIG), a moment after memsync's own exit: what
+    # a rerun or an agent meets is the store once both are gone.
+    wait_until(lambda: not holders(home / "agent"), "the writer process to die with memsync")
 
 
 def nothing_committed_only_memsyncs_staged(mnem: ModuleType, home: Path) -> set[str]:
