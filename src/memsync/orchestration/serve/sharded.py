@@ -47,6 +47,7 @@ from memsync.config.scoping import sharded
 from memsync.orchestration.serve import ops
 from memsync.orchestration.serve.client import StoreClient
 from memsync.orchestration.serve.place import store_root
+from memsync.providers.mnem.making import clear_unfinished, init_store
 
 OPEN_SHARDS = 16  # shards kept attached (an fd and ~0.5 MB each where they are held)
 KNOWN_COMMITS = 4096  # commit ids remembered with the shard they came from
@@ -91,7 +92,7 @@ class ShardedClient:
             self._open.move_to_end(name)
             return found
         path = self.root / name
-        if not (path / ".mnem").is_dir():
+        if not (path / ".mnem").is_dir() or clear_unfinished(mnem, path):
             if not create:
                 return None
             _make_shard(self.root, path)
@@ -287,7 +288,7 @@ def _make_shard(root: Path, path: Path) -> None:
     """A new, empty shard at PATH (someone making it at the same moment is as good)."""
     mark_root(root)
     try:
-        store = mnem.init(str(path))
+        store = init_store(mnem, path)
     except mnem.StoreExistsError:
         return
     del store

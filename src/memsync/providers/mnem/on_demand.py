@@ -16,6 +16,7 @@ is held to serve agents, and a writer process would lock them out of it for the 
 from __future__ import annotations
 
 import gc
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -30,10 +31,13 @@ from memsync.providers.mnem.batch import BatchWrite
 from memsync.providers.mnem.convert import NodeSpec, node_spec
 from memsync.providers.mnem.handle import StagedChangesPresent
 from memsync.providers.mnem.listing import MnemListing
+from memsync.providers.mnem.making import clear_unfinished, init_store
 from memsync.providers.mnem.opening import open_store
 from memsync.providers.mnem.provider import MnemProvider
 
 AHEAD_FROM = 500  # memories expected before a writer process starts staging them ahead
+
+log = logging.getLogger("memsync.mnem")
 
 
 class OnDemandMnemProvider(MnemProvider):
@@ -71,7 +75,18 @@ class OnDemandMnemProvider(MnemProvider):
         self._prepared: BatchWrite | None = None
 
     def _exists(self) -> bool:
-        return (self.path / ".mnem").is_dir()
+        """Whether the store is there: one whose making was cut short is removed, not used."""
+        if not (self.path / ".mnem").is_dir():
+            return False
+        if clear_unfinished(self.sdk, self.path):
+            log.warning(
+                "%s: removed the mnem store at %s: a process making it was killed inside "
+                "mnem's init, so it never held anything; it is made again",
+                self.name,
+                self.path,
+            )
+            return False
+        return True
 
     def open(self) -> None:
         if self._store is not None or self._absent:
@@ -244,7 +259,7 @@ class OnDemandMnemProvider(MnemProvider):
                 return
         sdk = self.sdk
         try:
-            store = sdk.init(str(self.path))
+            store = init_store(sdk, self.path)
         except sdk.MnemError as exc:
             error = ProviderError(f"{self.name}: cannot create a mnem store at {self.path}: {exc}")
         else:

