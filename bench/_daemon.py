@@ -12,6 +12,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from memsync.base.lock import cycle_lock, is_locked
+from memsync.base.paths import Paths
+
 ROOT = Path(__file__).resolve().parent.parent
 DEADLINE = 120.0
 
@@ -75,6 +78,27 @@ class Daemon:
 
         wait_until(seen, repr(pattern), timeout)
         return found[0]
+
+    def wait_caught_up(self, quiet: float = 5.0, timeout: float = 1800) -> None:
+        """Until no cycle has run for QUIET seconds (the cycle lock free at every look): what a
+        restart found to do (hints of every store, listed in full) is done before a window."""
+        lock = cycle_lock(
+            Paths(
+                config_file=self.home / "config" / "config.toml",
+                state_dir=self.home / "state",
+                data_dir=self.home / "data",
+                runtime_dir=self.home / "run",
+            )
+        ).path
+        free_since = [time.monotonic()]
+
+        def caught_up() -> bool:
+            now = time.monotonic()
+            if is_locked(lock):
+                free_since[0] = now
+            return now - free_since[0] >= quiet
+
+        wait_until(caught_up, f"the daemon to be {quiet:g}s without a cycle", timeout)
 
     def matching(self, pattern: str) -> list[str]:
         return [line for line in list(self.lines) if re.search(pattern, line)]
