@@ -30,6 +30,7 @@ from typing import Any
 from memsync.base.errors import MemsyncError
 from memsync.base.paths import Paths, make_private_dir
 from memsync.base.pmm import Header, write_pmm_file
+from memsync.base.processes import is_alive
 from memsync.base.records import Record, utc_now_iso
 from memsync.base.scopes import Scope, split_scoped_name
 from memsync.config import Config
@@ -269,18 +270,8 @@ def _sweep_stale_temps(directory: Path) -> None:
         if not match:
             continue
         pid = int(match.group(1))
-        if pid == os.getpid() or _alive(pid):
+        if pid == os.getpid() or is_alive(pid):
             continue
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
             log.info("removed %s, left by an interrupted backup (pid %d)", path, pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

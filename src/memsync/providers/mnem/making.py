@@ -11,18 +11,19 @@ store that cannot be opened, names a making that never finished: nothing was eve
 committed in that store, so it is removed and made again. A mark on a store that opens is only
 cleared (the kill came after ``init``; the store is whole, and someone may have written it).
 
-Only the standard library here: the first sync's writer process (``stager``) imports it with
-nothing but ``mnem`` loaded.
+Nothing here but the standard library and ``memsync.base``: the first sync's writer process
+(``stager``) loads it with nothing but ``mnem`` imported.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import shutil
 from pathlib import Path
 from typing import Any
+
+from memsync.base.processes import is_alive
 
 MARK = ".memsync-making"
 
@@ -51,7 +52,7 @@ def clear_unfinished(sdk: Any, path: Path) -> bool:
         maker = int(mark.read_text().strip() or 0)
     except (OSError, ValueError):
         return False
-    if maker and maker != os.getpid() and _alive(maker):
+    if maker and maker != os.getpid() and is_alive(maker):
         return False  # being made right now
     if _opens(sdk, path):
         mark.unlink(missing_ok=True)
@@ -71,17 +72,4 @@ def _opens(sdk: Any, path: Path) -> bool:
         return False
     del store
     gc.collect()
-    return True
-
-
-def _alive(pid: int) -> bool:
-    """Whether process PID still runs (a zombie, killed and not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError, IndexError):
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     return True
