@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memsync.base.lock import cycle_lock, is_locked
-from memsync.base.paths import Paths
+from memsync.base.paths import home_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 DEADLINE = 120.0
@@ -82,14 +82,7 @@ class Daemon:
     def wait_caught_up(self, quiet: float = 5.0, timeout: float = 1800) -> None:
         """Until no cycle has run for QUIET seconds (the cycle lock free at every look): what a
         restart found to do (hints of every store, listed in full) is done before a window."""
-        lock = cycle_lock(
-            Paths(
-                config_file=self.home / "config" / "config.toml",
-                state_dir=self.home / "state",
-                data_dir=self.home / "data",
-                runtime_dir=self.home / "run",
-            )
-        ).path
+        lock = cycle_lock(home_paths(self.home)).path
         free_since = [time.monotonic()]
 
         def caught_up() -> bool:

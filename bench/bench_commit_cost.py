@@ -15,21 +15,20 @@ so one store's day says little; the rows sum STORES of them.
 from __future__ import annotations
 
 import gc
-import os
 import tempfile
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.mem0_fixtures import DIMS, mem0_payload
+from tests.mem0_fixtures import DIMS, insert_behind_memsync, mem0_payload
 from tests.test_e2e_mem0 import App, mem0_table
 
 from bench._common import QUICK, report
-from memsync.base.paths import Paths
+from memsync.base.paths import home_paths
 from memsync.config import load_config
 from memsync.engine.report import SyncOptions
 from memsync.orchestration.runner import run_sync
+from memsync.providers.mnem.disk import store_bytes
 
 PER_USER = 20
 STORES = 2 if QUICK else 6
@@ -89,35 +88,36 @@ def _one_day(home: Path) -> tuple[int, int]:
         + f'\n[providers.agent]\ntype = "mnem"\npath = "{ours}"\ncreate = true\n'
         "import_history = false\n"
     )
-    memories = [str(uuid.uuid4()) for _ in range(PER_USER)]
     with App(home, "old") as memory:
-        memory.vector_store.insert(
-            vectors=[VECTOR] * PER_USER,
-            payloads=[
-                mem0_payload(f"memory {i}: " + "a fact " * 8, user_id="alice")
-                for i in range(PER_USER)
-            ],
-            ids=memories,
-        )
+        memories = [
+            insert_behind_memsync(memory, _payload(f"memory {i}: " + "a fact " * 8))
+            for i in range(PER_USER)
+        ]
     _cycle(home)
     _sdk_twin(ours, copy)
-    changes = [
-        (memories[n % PER_USER] if n % 2 else str(uuid.uuid4()), _text(n)) for n in range(COMMITS)
-    ]
-    before = _allocated(ours)
-    for memory_id, text in changes:
+    made = []  # each commit's node and text, for the twin
+    before = store_bytes(ours)
+    for number in range(COMMITS):
+        text = _text(number)
         with App(home, "old") as memory:
-            payload = mem0_payload(text, user_id="alice")
-            if memory_id in memories:
-                memory.vector_store.update(vector_id=memory_id, vector=VECTOR, payload=payload)
+            if number % 2:  # an edit of a synced memory
+                memory_id = memories[number % PER_USER]
+                memory.vector_store.update(
+                    vector_id=memory_id, vector=VECTOR, payload=_payload(text)
+                )
             else:
-                memory.vector_store.insert(vectors=[VECTOR], payloads=[payload], ids=[memory_id])
+                memory_id = insert_behind_memsync(memory, _payload(text))
+        made.append((f"mem0:{memory_id}", text))
         _cycle(home)
-    through_memsync = _allocated(ours) - before
-    before = _allocated(copy)
-    for memory_id, text in changes:
-        _sdk_commit(copy, f"mem0:{memory_id}", text)
-    return through_memsync, _allocated(copy) - before
+    through_memsync = store_bytes(ours) - before
+    before = store_bytes(copy)
+    for node_id, text in made:
+        _sdk_commit(copy, node_id, text)
+    return through_memsync, store_bytes(copy) - before
+
+
+def _payload(text: str) -> dict[str, Any]:
+    return mem0_payload(text, user_id="alice")
 
 
 def _text(number: int) -> str:
@@ -125,12 +125,7 @@ def _text(number: int) -> str:
 
 
 def _cycle(home: Path) -> None:
-    paths = Paths(
-        config_file=home / "config" / "config.toml",
-        state_dir=home / "state",
-        data_dir=home / "data",
-        runtime_dir=home / "run",
-    )
+    paths = home_paths(home)
     done = run_sync(paths, load_config(paths.config_file), SyncOptions())
     if done.exit_code != 0:
         raise SystemExit(f"the memsync cycle failed (exit {done.exit_code})")
@@ -169,14 +164,6 @@ def _sdk_commit(store: Path, node_id: str, text: str) -> None:
     handle.commit("sdk: 1 changed", author="agent")
     del handle, like
     gc.collect()
-
-
-def _allocated(store: Path) -> int:
-    return sum(
-        os.stat(os.path.join(where, name)).st_blocks * 512
-        for where, _dirs, files in os.walk(store / ".mnem")
-        for name in files
-    )
 
 
 if __name__ == "__main__":

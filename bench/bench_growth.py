@@ -54,6 +54,7 @@ from tests.doubles.served import HARNESS, KEY, Served
 
 from bench._common import QUICK, ROOT, report
 from bench._daemon import Daemon, p95, wait_until
+from memsync.providers.mnem.disk import store_bytes
 from memsync.providers.mnem.handle import AUTHOR
 
 LATENCY = 0.02
@@ -351,7 +352,7 @@ def replay_day(root: Path, sample: int = 10) -> float:
     chosen = found[:: max(1, len(found) // sample)][:sample]
     grown = made = 0
     for store in chosen:
-        before = _allocated(store)
+        before = store_bytes(store)
         for commit in range(COMMITS_A_DAY):
             handle = mnem.open(str(store))
             nodes = list(handle.working_memory().items())
@@ -365,16 +366,8 @@ def replay_day(root: Path, sample: int = 10) -> float:
             del handle, nodes, node
             gc.collect()
             made += 1
-        grown += _allocated(store) - before
+        grown += store_bytes(store) - before
     return grown / max(made, 1)
-
-
-def _allocated(store: Path) -> int:
-    return sum(
-        os.stat(os.path.join(where, name)).st_blocks * 512
-        for where, _dirs, files in os.walk(store / ".mnem")
-        for name in files
-    )
 
 
 def live(agent: Agent, reader: Agent, server: Served, measured: Measured) -> float:

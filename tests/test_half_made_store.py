@@ -15,7 +15,6 @@ import random
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 from types import ModuleType
 
@@ -23,7 +22,7 @@ import pytest
 
 from memsync.providers.mnem.making import MARK
 from tests.conftest import run_memsync, write_config
-from tests.mem0_fixtures import DIMS, mem0_payload
+from tests.mem0_fixtures import insert_behind_memsync, mem0_payload
 from tests.mnem_sdk import real_sdk
 from tests.test_e2e_mem0 import App, mem0_table
 
@@ -81,11 +80,8 @@ def configure(home: Path, store: Path) -> None:
         + f'\n[providers.agent]\ntype = "mnem"\npath = "{store}"\ncreate = true\n',
     )
     with App(home, "old") as memory:
-        memory.vector_store.insert(
-            vectors=[[1.0] + [0.0] * (DIMS - 1)] * len(TEXTS),
-            payloads=[mem0_payload(text, user_id="alice") for text in TEXTS],
-            ids=[str(uuid.uuid4()) for _ in TEXTS],
-        )
+        for text in TEXTS:
+            insert_behind_memsync(memory, mem0_payload(text, user_id="alice"))
 
 
 def texts_in(mnem: ModuleType, path: Path) -> list[str]:

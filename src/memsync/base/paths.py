@@ -46,17 +46,21 @@ def make_private_dir(directory: Path) -> None:
         directory.chmod(0o700)
 
 
+def home_paths(root: Path) -> Paths:
+    """Every path under one home directory, as ``MEMSYNC_HOME=ROOT`` places them."""
+    return Paths(
+        config_file=root / "config" / "config.toml",
+        state_dir=root / "state",
+        data_dir=root / "data",
+        runtime_dir=root / "run",
+    )
+
+
 def resolve_paths(config_override: str | os.PathLike[str] | None = None) -> Paths:
     """Paths for this process: MEMSYNC_HOME relocates all of them, --config overrides one."""
     home = os.environ.get("MEMSYNC_HOME")
     if home:
-        root = Path(home).expanduser()
-        paths = Paths(
-            config_file=root / "config" / "config.toml",
-            state_dir=root / "state",
-            data_dir=root / "data",
-            runtime_dir=root / "run",
-        )
+        paths = home_paths(Path(home).expanduser())
     else:
         with warnings.catch_warnings():
             # Without XDG_RUNTIME_DIR (no login session) platformdirs falls back to a private

@@ -34,6 +34,7 @@ import mnem
 
 from memsync.base.errors import MemsyncError
 from memsync.base.lock import daemon_lock, is_locked, read_daemon_info
+from memsync.base.mnem_lock import held_elsewhere
 from memsync.base.paths import Paths, resolve_paths
 from memsync.config import load_config
 from memsync.orchestration.serve import ops
@@ -56,7 +57,6 @@ TAKE_BACK_WAIT = 10.0  # how long opening waits while another holds the store
 ASK_LIVE_DAEMON = 10.0  # how long a live daemon that did not answer is asked again
 ASK_HOLDER = 0.25  # while the daemon holds the store, it is asked again this often
 REPLY_TIMEOUT = 120.0  # the longest the daemon may take to answer one request
-_LOCKED = ("Database already open", "Cannot acquire lock")
 
 
 class WriteUnconfirmed(mnem.StoreIoError):
@@ -158,7 +158,7 @@ class StoreClient:
                 self._store = mnem.open(self.path)
                 break
             except mnem.MnemError as exc:  # mnem's own error, as mnem's clients raise it
-                locked = isinstance(exc, mnem.StoreIoError) and any(t in str(exc) for t in _LOCKED)
+                locked = held_elsewhere(exc, mnem.StoreIoError)
                 if not locked or time.monotonic() > deadline:
                     raise _bare(exc) from None
             time.sleep(0.05)

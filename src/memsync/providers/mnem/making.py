@@ -23,6 +23,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from memsync.base.mnem_lock import held_elsewhere
 from memsync.base.processes import is_alive
 
 MARK = ".memsync-making"
@@ -36,12 +37,9 @@ def init_store(sdk: Any, path: Path) -> Any:
     mark = path / MARK
     mark.write_text(str(os.getpid()))
     try:
-        store = sdk.init(str(path))
-    except BaseException:
-        mark.unlink(missing_ok=True)  # not made by us: never a mark on someone else's store
-        raise
-    mark.unlink(missing_ok=True)
-    return store
+        return sdk.init(str(path))
+    finally:  # made, or refused (never a mark on someone else's store); a kill leaves it
+        mark.unlink(missing_ok=True)
 
 
 def clear_unfinished(sdk: Any, path: Path) -> bool:
@@ -66,10 +64,8 @@ def _opens(sdk: Any, path: Path) -> bool:
     """Whether mnem opens the store at PATH (busy counts as whole: someone has it open)."""
     try:
         store = sdk.open(str(path))
-    except sdk.StoreIoError as exc:
-        return "already open" in str(exc) or "acquire lock" in str(exc)
-    except sdk.MnemError:
-        return False
+    except sdk.MnemError as exc:
+        return held_elsewhere(exc, sdk.StoreIoError)
     del store
     gc.collect()
     return True

@@ -31,10 +31,9 @@ from memsync.base.errors import (
     TransientProviderError,
 )
 from memsync.base.lock import read_daemon_info
+from memsync.base.mnem_lock import held_elsewhere
 from memsync.base.paths import resolve_paths
 from memsync.providers.mnem.holder import store_holder
-
-_LOCK_TEXT = ("Database already open", "Cannot acquire lock")
 
 
 def load_sdk() -> ModuleType:
@@ -61,7 +60,7 @@ def open_store(sdk: ModuleType, path: Path, *, name: str, busy_timeout: float) -
     it; memsync's typed errors (``ProviderBusy`` names the holder), for provider NAME."""
 
     def busy(exc: BaseException) -> bool:
-        return isinstance(exc, sdk.StoreIoError) and any(t in str(exc) for t in _LOCK_TEXT)
+        return held_elsewhere(exc, sdk.StoreIoError)
 
     retrying = Retrying(
         stop=stop_after_delay(busy_timeout),
