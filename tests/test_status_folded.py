@@ -30,7 +30,7 @@ CONFIG = '[sync]\nactive = "team"\n' + "".join(
     f'\n[providers.{name}]\ntype = "pmm-dir"\npath = "{{home}}/{name}"\n'
     for name in ("team", "agents")
 )
-STATES: list[dict[str, Any]] = [
+TROUBLED: list[dict[str, Any]] = [
     {"state": "ok", "complete": True, "added": 2, "written": 1, "synced_at": NOW},
     {"state": "partial", "partial_reason": "the listing was cut short", "listed": 4},
     {"state": "refused", "refused": "would delete 9 of 10", "refused_by": "max_delete"},
@@ -38,21 +38,45 @@ STATES: list[dict[str, Any]] = [
     {"state": "error", "error": "the server answered 500", "outside": 3},
     {"state": "ok", "excluded_copies": {"agents[user_id=u1]": 2}, "changed": 1},
 ]
+# Plain cycles (ok or skipped, no copies kept out), which staging sums in SQL rather than
+# folding them one by one: every figure a fold keeps, in each form it takes.
+PLAIN: list[dict[str, Any]] = [
+    {"state": "skipped", "complete": True, "listed": 7, "synced_at": "2026-12-04T09:00:00.000Z"},
+    {
+        "state": "ok",
+        "complete": False,
+        "removed": 3,
+        "failed": 1,
+        "excluded": 2,
+        "outside": 5,
+        "unsynced_since": "2026-12-04T08:00:00.000Z",
+        "excluded_copies": {},
+    },
+    {"state": "ok", "complete": True, "written": 4, "synced_at": "", "outside": 2},
+]
+STATES = TROUBLED + PLAIN
 
 
-def staged_team(home: Path, users: int) -> None:
+def staged_team(home: Path, users: int, states: list[dict[str, Any]] = STATES) -> None:
     write_config(home, CONFIG.format(home=home))
     paths = resolve_paths()
     with StagingStore.open(paths.database) as store, store.transaction():
-        run_id = store.runs.start(NOW, 1)
-        store.runs.finish(run_id, NOW, "attention", "{}")
+        runs = []
+        for ended in (NOW, "2026-12-04T10:00:30.000Z"):  # runs of 0 and 30 s
+            runs.append(store.runs.start(NOW, 1))
+            store.runs.finish(runs[-1], ended, "attention", "{}")
+        run_id = runs[0]
         for number in range(users):
             scope = f"user_id=u{number}" if number % 7 else f"user_id=u{number}%2Cx"
             for base, kind in (("team", "mem0-server"), ("agents", "mnem"), ("gone", "mnem")):
                 name = f"{base}[{scope}]"
                 store.providers.register(name, kind, name, NOW)  # both hide expired memories
                 if (number + len(base)) % 5:  # some scopes never finished a cycle
-                    cycle = {**STATES[(number + len(base)) % len(STATES)], "run_id": run_id}
+                    cycle = {
+                        **states[(number + len(base)) % len(states)],
+                        "run_id": runs[number % 2],
+                        "finished_at": f"2026-12-04T10:00:{number % 60:02d}.000Z",
+                    }
                     for why in ("error", "partial_reason", "refused"):
                         if cycle.get(why):
                             cycle[why] = f"{cycle[why]} (scope {number})"
@@ -105,6 +129,22 @@ def test_status_folded_as_it_reads_says_what_folding_every_scope_afterwards_said
     assert list(team["scopes"]) == list(unfolded["providers"]["team"]["scopes"])  # same order
     assert [n for n in folded["providers"] if n.startswith("gone[")]  # not configured: its own
     assert status_report(paths) == folded
+
+
+def test_plain_cycles_summed_in_sql_say_what_folding_each_of_them_said(home: Path) -> None:
+    staged_team(home, 60, PLAIN)
+    paths = resolve_paths()
+    unfolded = collect_status(paths)
+    fold_scopes(unfolded)
+    folded = collect_status(paths, fold=True)
+    assert json.dumps(folded, sort_keys=True) == json.dumps(unfolded, sort_keys=True)
+    cycle = folded["providers"]["team"]["last_cycle"]
+    assert cycle["states"] == {"ok": 32, "skipped": 16} and cycle["duration_s"] == 30.0
+    assert (cycle["complete"], cycle["outside"], cycle["synced_at"]) == (
+        False,
+        5,
+        NOW[:11] + "09:00:00.000Z",
+    )
 
 
 def test_the_page_at_a_thousand_scopes_is_one_folded_row_per_provider(home: Path) -> None:

@@ -4,7 +4,13 @@ cycle, and where its last incremental listing ended."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Collection
 from typing import NamedTuple
+
+# A cycle summary's counts that a team's fold sums, kept as ``cycle_<name>`` columns (schema 13)
+SUMMED = ("added", "changed", "removed", "listed", "written", "failed", "excluded")
+# Its times of which a fold keeps the earliest (the scope furthest behind)
+EARLIEST = ("synced_at", "unsynced_since", "busy_since")
 
 
 class Cursor(NamedTuple):
@@ -17,6 +23,41 @@ class Cursor(NamedTuple):
 class LastCycle(NamedTuple):
     name: str
     summary: str | None  # JSON, as the engine saved it
+
+
+class FoldedLastCycle(NamedTuple):
+    """A provider's last cycle, or None where ``cycle_groups`` sums it (``summed``)."""
+
+    name: str
+    summary: str | None
+    summed: bool
+
+
+class CycleGroup(NamedTuple):
+    """The plain last cycles (ok or skipped, no copies kept out) of one configured provider's
+    scopes in one state, summed: what folding each of them one by one would give."""
+
+    base: str
+    state: str
+    cycles: int
+    finished_at: str | None  # the latest
+    complete: bool  # every one of them
+    run_id: int  # the newest
+    run_ids: tuple[int, ...]  # each run they were part of
+    sums: dict[str, int]  # SUMMED
+    earliest: dict[str, str]  # EARLIEST, where any has one
+    outside: int | None  # the largest
+
+
+def _scoped_under(bases: Collection[str]) -> tuple[str, tuple[str, ...]]:
+    """SQL true for the scoped names (``base[scope]``) of BASES, as status folds them into
+    their provider (``_Folds.of``): the name before the first "[", a scope between brackets."""
+    marks = ", ".join("?" * len(bases)) or "NULL"
+    return (
+        "(instr(name, '[') > 1 AND name LIKE '%]' AND length(name) > instr(name, '[') + 1 "
+        f"AND substr(name, 1, instr(name, '[') - 1) IN ({marks}))",
+        tuple(bases),
+    )
 
 
 class ProviderRegistry:
@@ -54,6 +95,53 @@ class ProviderRegistry:
         return [
             LastCycle(*row) for row in self.conn.execute("SELECT name, last_cycle FROM providers")
         ]
+
+    def folded_last_cycles(self, bases: Collection[str]) -> list[FoldedLastCycle]:
+        """Every registered provider with its last cycle (``last_cycles``), except that the
+        plain cycles of BASES' scopes are left out, marked summed: ``cycle_groups`` sums them
+        in SQL (at 5,000 users, parsing and folding 15,000 cycles took the page 170 ms)."""
+        scoped, names = _scoped_under(bases)
+        cursor = self.conn.execute(
+            "SELECT name, CASE WHEN summed THEN NULL ELSE last_cycle END, summed FROM "
+            f"(SELECT name, last_cycle, COALESCE(cycle_plain, 0) AND {scoped} AS summed "
+            "FROM providers ORDER BY rowid)",
+            names,
+        )
+        return [FoldedLastCycle(name, summary, bool(summed)) for name, summary, summed in cursor]
+
+    def cycle_groups(self, bases: Collection[str]) -> list[CycleGroup]:
+        """The plain last cycles of BASES' scopes, summed per configured provider and state."""
+        sums = ", ".join(f"COALESCE(SUM(cycle_{key}), 0)" for key in SUMMED)
+        earliest = ", ".join(f"MIN(NULLIF(cycle_{key}, ''))" for key in EARLIEST)
+        scoped, names = _scoped_under(bases)
+        rows = self.conn.execute(
+            "SELECT substr(name, 1, instr(name, '[') - 1) AS base, cycle_state, COUNT(*), "
+            "MAX(cycle_finished_at), MIN(COALESCE(cycle_complete, 0) != 0), "
+            "COALESCE(MAX(cycle_run_id), 0), GROUP_CONCAT(DISTINCT cycle_run_id), "
+            f"{sums}, {earliest}, MAX(cycle_outside) FROM providers "
+            f"WHERE cycle_plain AND {scoped} GROUP BY base, cycle_state",
+            names,
+        ).fetchall()
+        groups = []
+        for row in rows:
+            base, state, cycles, finished_at, complete, run_id, run_ids = row[:7]
+            counts = row[7 : 7 + len(SUMMED)]
+            times = row[7 + len(SUMMED) : -1]
+            groups.append(
+                CycleGroup(
+                    base,
+                    state,
+                    cycles,
+                    finished_at or None,
+                    bool(complete),
+                    int(run_id),
+                    tuple(int(r) for r in str(run_ids or "").split(",") if r),
+                    {key: int(n) for key, n in zip(SUMMED, counts, strict=True)},
+                    {k: str(t) for k, t in zip(EARLIEST, times, strict=True) if t},
+                    row[-1],
+                )
+            )
+        return groups
 
     def scoped_names(self) -> list[str]:
         """Registered names of providers synced per scope (``name[scope]``)."""

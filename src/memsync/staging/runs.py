@@ -59,8 +59,7 @@ class Runs:
         scopes."""
         cursor = self.conn.execute(
             "SELECT id, started_at, finished_at FROM runs WHERE id IN "
-            "(SELECT json_extract(last_cycle, '$.run_id') FROM providers "
-            "WHERE last_cycle IS NOT NULL)"
+            "(SELECT cycle_run_id FROM providers WHERE last_cycle IS NOT NULL)"
         )
         return [RunSpan(*row) for row in cursor]
 

@@ -490,6 +490,53 @@ MIGRATIONS: tuple[Migration, ...] = (
         ) WITHOUT ROWID;
         """,
     ),
+    Migration(
+        13,
+        "thousands of scopes: records counted by scope from an index, last cycles summed in SQL",
+        """
+        -- Status counts each scope's records at every look (the page polls every 5 s): from
+        -- this index, not a scan of every record (at 5,000 users: 43 ms, not 155 ms).
+        CREATE INDEX records_by_scope ON records (provider, scope_key);
+        -- A cycle summary's figures as columns SQLite keeps from the JSON itself, so status
+        -- sums a team's plain cycles in SQL (``cycle_groups``) instead of parsing 15,000 of
+        -- them in Python at each look; only a cycle in trouble is read whole. Made from the
+        -- JSON on every write, they cannot disagree with it. STORED columns cannot be added
+        -- by ALTER TABLE: the table is made again, its rows copied in their order.
+        CREATE TABLE providers_with_cycles (
+            name TEXT PRIMARY KEY,
+            type TEXT NOT NULL,
+            identity TEXT NOT NULL,
+            first_seen TEXT NOT NULL,
+            last_cycle TEXT,  -- JSON summary of the provider's last cycle, for status
+            cycle_state AS (json_extract(last_cycle, '$.state')) STORED,
+            cycle_finished_at AS (json_extract(last_cycle, '$.finished_at')) STORED,
+            cycle_run_id AS (json_extract(last_cycle, '$.run_id')) STORED,
+            cycle_complete AS (json_extract(last_cycle, '$.complete')) STORED,
+            cycle_added AS (json_extract(last_cycle, '$.added')) STORED,
+            cycle_changed AS (json_extract(last_cycle, '$.changed')) STORED,
+            cycle_removed AS (json_extract(last_cycle, '$.removed')) STORED,
+            cycle_listed AS (json_extract(last_cycle, '$.listed')) STORED,
+            cycle_written AS (json_extract(last_cycle, '$.written')) STORED,
+            cycle_failed AS (json_extract(last_cycle, '$.failed')) STORED,
+            cycle_excluded AS (json_extract(last_cycle, '$.excluded')) STORED,
+            cycle_synced_at AS (json_extract(last_cycle, '$.synced_at')) STORED,
+            cycle_unsynced_since AS (json_extract(last_cycle, '$.unsynced_since')) STORED,
+            cycle_busy_since AS (json_extract(last_cycle, '$.busy_since')) STORED,
+            cycle_outside AS (CASE json_type(last_cycle, '$.outside')
+                WHEN 'integer' THEN json_extract(last_cycle, '$.outside')
+                WHEN 'true' THEN 1 WHEN 'false' THEN 0 END) STORED,
+            -- ok or skipped, and no copies kept out: what a fold only sums
+            cycle_plain AS (json_extract(last_cycle, '$.state') IN ('ok', 'skipped')
+                AND (json_type(last_cycle, '$.excluded_copies') IS NULL
+                    OR json_type(last_cycle, '$.excluded_copies') = 'null'
+                    OR json_extract(last_cycle, '$.excluded_copies') = '{}')) STORED
+        );
+        INSERT INTO providers_with_cycles (name, type, identity, first_seen, last_cycle)
+            SELECT name, type, identity, first_seen, last_cycle FROM providers ORDER BY rowid;
+        DROP TABLE providers;
+        ALTER TABLE providers_with_cycles RENAME TO providers;
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -43,6 +43,13 @@ class DeadAction(NamedTuple):
     last_error: str | None
 
 
+# The terms of the outbox's two partial indexes (schema 11, 3), spelled as they are so that
+# SQLite reads from them: done actions are most of the outbox (200,000 after a first sync at
+# 5,000 users), and a scan of them cost each look at status 100 ms.
+_UNFINISHED = "state IN ('pending', 'running')"
+_FAILING = "state IN ('failed', 'dead')"
+
+
 class StatusCounts:
     """Read-only aggregates over ``records`` and ``outbox``."""
 
@@ -73,17 +80,21 @@ class StatusCounts:
     def outbox_needing_work(self) -> list[OutboxCount]:
         """Pending, failed and dead actions per provider and state."""
         cursor = self.conn.execute(
-            "SELECT provider, state, COUNT(*) FROM outbox "
-            "WHERE state IN ('pending', 'failed', 'dead') GROUP BY provider, state"
+            "SELECT provider, state, COUNT(*) FROM ("
+            f"SELECT provider, state FROM outbox WHERE {_UNFINISHED} AND state = 'pending' "
+            f"UNION ALL SELECT provider, state FROM outbox WHERE {_FAILING}"
+            ") GROUP BY provider, state ORDER BY provider, state"
         )
         return [OutboxCount(*row) for row in cursor]
 
     def outbox_between(self, a: str, b: str) -> dict[str, int]:
         """State -> actions not done yet (running ones too) into A or B."""
         cursor = self.conn.execute(
-            "SELECT state, COUNT(*) FROM outbox WHERE provider IN (?, ?) "
-            "AND state IN ('pending', 'running', 'failed', 'dead') GROUP BY state",
-            (a, b),
+            "SELECT state, COUNT(*) FROM ("
+            f"SELECT state FROM outbox WHERE provider IN (?, ?) AND {_UNFINISHED} "
+            f"UNION ALL SELECT state FROM outbox WHERE provider IN (?, ?) AND {_FAILING}"
+            ") GROUP BY state",
+            (a, b, a, b),
         )
         return {str(row[0]): int(row[1]) for row in cursor}
 
@@ -91,7 +102,7 @@ class StatusCounts:
         """The oldest LIMIT dead actions."""
         cursor = self.conn.execute(
             "SELECT id, provider, kind, link_id, attempts, last_error FROM outbox "
-            "WHERE state = 'dead' ORDER BY id LIMIT ?",
+            f"WHERE {_FAILING} AND state = 'dead' ORDER BY id LIMIT ?",
             (limit,),
         )
         return [DeadAction(*row) for row in cursor]

@@ -28,6 +28,7 @@ from memsync.orchestration.scopes.discovery import discover_scopes
 from memsync.orchestration.scopes.report import scope_noun
 from memsync.providers import Provider, build_provider
 from memsync.staging import StagingStore
+from memsync.staging.providers import EARLIEST, SUMMED, CycleGroup
 
 WORST_FIRST = ("refused", "error", "busy", "partial", "ok", "skipped")
 
@@ -64,10 +65,6 @@ def _folded_cycle(cycles: list[dict[str, Any]]) -> dict[str, Any] | None:
     return folding.result()
 
 
-_SUMMED = ("added", "changed", "removed", "listed", "written", "failed", "excluded")
-_FURTHEST_BEHIND = ("synced_at", "unsynced_since", "busy_since")
-
-
 class FoldedCycles:
     """A team's last cycles folded into its provider's, one cycle at a time: at thousands of
     scopes, status and the page read each scope's cycle and let it go (issue 40: 15,000 of
@@ -80,7 +77,7 @@ class FoldedCycles:
         self.duration_s = 0.0
         self.complete = True
         self.run_id = 0
-        self.sums = dict.fromkeys(_SUMMED, 0)
+        self.sums = dict.fromkeys(SUMMED, 0)
         self.behind: dict[str, str] = {}
         self.outside: int | None = None
         self.copies: Counter[str] = Counter()
@@ -96,9 +93,9 @@ class FoldedCycles:
         self.duration_s = max(self.duration_s, cycle.get("duration_s") or 0.0)
         self.complete = self.complete and bool(cycle.get("complete"))
         self.run_id = max(self.run_id, int(cycle.get("run_id") or 0))
-        for key in _SUMMED:
+        for key in SUMMED:
             self.sums[key] += int(cycle.get(key) or 0)
-        for key in _FURTHEST_BEHIND:
+        for key in EARLIEST:
             if cycle.get(key):
                 held = str(cycle[key])
                 self.behind[key] = min(self.behind.get(key, held), held)
@@ -112,6 +109,22 @@ class FoldedCycles:
             if self.first_trouble is None or at < self.first_trouble[0]:
                 why = {k: cycle.get(k) for k in ("refused", "error", "partial_reason")}
                 self.first_trouble = (at, why)
+
+    def add_group(self, group: CycleGroup, duration_s: float) -> None:
+        """GROUP's cycles, summed by staging (``cycle_groups``): plain ones, none in trouble
+        and no copies kept out, so what ``add`` would have made of each of them."""
+        self.count += group.cycles
+        self.states[group.state] += group.cycles
+        self.finished_at = max(self.finished_at, group.finished_at or "")
+        self.duration_s = max(self.duration_s, duration_s)
+        self.complete = self.complete and group.complete
+        self.run_id = max(self.run_id, group.run_id)
+        for key in SUMMED:
+            self.sums[key] += group.sums[key]
+        for key, held in group.earliest.items():
+            self.behind[key] = min(self.behind.get(key, held), held)
+        if group.outside is not None:
+            self.outside = max(self.outside or 0, group.outside)
 
     def result(self) -> dict[str, Any] | None:
         if not self.count:
@@ -127,7 +140,7 @@ class FoldedCycles:
             "run_id": self.run_id,
             **self.sums,
         }
-        for key in _FURTHEST_BEHIND:  # the scope furthest behind
+        for key in EARLIEST:  # the scope furthest behind
             if key in self.behind:
                 folded[key] = self.behind[key]
         if self.outside is not None:  # one store's count, which each of its scopes reports

@@ -115,26 +115,35 @@ class _Folds:
         self.by_base = {name: ScopeFold() for name in configured}
         self._split: dict[str, tuple[ScopeFold, str] | None] = {}
         self._labels: dict[str, str] = {}  # a scope as staging names spell it -> its label
+        self._rows: dict[str, Any] = {}
 
     def of(self, name: str) -> tuple[ScopeFold, str] | None:
-        """The fold a staging NAME goes into, and its scope's label; None: a row of its own."""
+        """The fold a staging NAME goes into, and its scope's label; None: a row of its own.
+        A configured provider's name with a scope in brackets is folded (as staging's
+        ``cycle_groups`` sums it); a scope that does not parse keeps its spelling as label."""
         if not self.by_base:
             return None
         if name not in self._split:
             base, _, spelled = name.partition("[")
             fold = self.by_base.get(base)
-            label = None if fold is None else self._labels.get(spelled)
-            if fold is not None and label is None:
+            if fold is None or len(spelled) < 2 or not spelled.endswith("]"):
+                self._split[name] = None
+                return None
+            label = self._labels.get(spelled)
+            if label is None:
                 split = split_scoped_name(name)  # each scope parsed once, not once a provider
-                label = None if split is None else split[1].label
-                if label is not None:
-                    self._labels[spelled] = label
-            self._split[name] = None if fold is None or label is None else (fold, label)
+                label = spelled[:-1] if split is None else split[1].label
+                self._labels[spelled] = label
+            self._split[name] = (fold, label)
         return self._split[name]
 
     def row(self, name: str) -> Any:
+        """NAME's scope row in its fold (made the first time), or None: a row of its own."""
+        if name in self._rows:  # a scope is met once per table status reads
+            return self._rows[name]
         found = self.of(name)
-        return None if found is None else found[0].row(name, found[1])
+        row = self._rows[name] = None if found is None else found[0].row(name, found[1])
+        return row
 
     def into(self, report: dict[str, Any]) -> None:
         for base, fold in self.by_base.items():
@@ -195,7 +204,13 @@ def _from_store(store: StagingStore, report: dict[str, Any], folds: _Folds) -> N
         hidden = entry.setdefault("hidden_scopes", {})
         hidden[dated.scope_key] = hidden.get(dated.scope_key, 0) + dated.records
     durations = _run_durations(store)
-    for name, last_cycle in store.providers.last_cycles():
+    for group in store.providers.cycle_groups(folds.by_base):
+        longest = max((durations.get(run) or 0.0 for run in group.run_ids), default=0.0)
+        folds.by_base[group.base].cycles.add_group(group, longest)
+    for name, last_cycle, summed in store.providers.folded_last_cycles(folds.by_base):
+        if summed:  # in its group above
+            folds.row(name)
+            continue
         cycle = json.loads(last_cycle) if last_cycle else None
         if cycle is not None:
             cycle["duration_s"] = durations.get(cycle.get("run_id"))
