@@ -22,6 +22,7 @@ from memsync.config import load_config
 from memsync.orchestration.disk import sample_disk, size
 from memsync.orchestration.status.page import page_status
 from memsync.orchestration.ui.metrics import Metrics
+from memsync.providers.mnem import disk as mnem_disk
 from memsync.staging import StagingStore
 from memsync.staging.store_sizes import SizeSample
 from tests.mem0_fixtures import Mem0App
@@ -169,3 +170,27 @@ def test_a_look_takes_a_fresh_sample_as_the_size_and_reads_the_files_past_it(
 
     assert sampled_at(now - timedelta(minutes=1), 12_345)["bytes"] == 12_345
     assert sampled_at(now - timedelta(minutes=10), 12_345)["bytes"] == on_disk
+
+
+def test_a_look_past_the_budget_names_the_cheaper_layout_without_reading_the_stores(
+    home: Path, cli: Any, monkeypatch: Any
+) -> None:
+    """Past its budget, a look once walked every store for the advice the layout alone gives:
+    at 5,000 users, over half of each page poll while agents wrote (issue 40 §7)."""
+    configure(home)
+    config = home / "config" / "config.toml"
+    config.write_text(
+        config.read_text().replace("create = true", 'create = true\ngrowth_budget = "1MB"')
+    )
+    with Mem0App(home) as memory:
+        add(memory, "alice", ALICE)
+    sync(cli)
+    grow_and_sample(home, cli)  # its newest sample is fresh, and the rate past the budget
+    walked: list[Path] = []
+    monkeypatch.setattr(mnem_disk, "store_bytes", lambda store: walked.append(store) or 0)
+
+    disk = json.loads(cli("status", "--json").output)["disk"]["agents"]
+    assert disk["over_budget"] and 'stores = "per-namespace"' in disk["warning"]
+    page = page_status(resolve_paths())["disk"]["agents"]
+    assert page["warning"] == disk["warning"]
+    assert walked == []  # the sample's size, the layout's advice: no store read

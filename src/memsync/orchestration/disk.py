@@ -23,7 +23,7 @@ from typing import Any
 
 from memsync.base.records import parse_instant
 from memsync.config import Config
-from memsync.providers import disk_use
+from memsync.providers import disk_advice, disk_use
 from memsync.providers.disk import DiskUse
 from memsync.staging import StagingStore
 from memsync.staging.store_sizes import SizeSample
@@ -129,9 +129,8 @@ def disk_growth(
             per_day, over = _rate(store, name, moment)
         budget = getattr(entry, "growth_budget", None)
         growth = Growth(name, use.bytes, use.stores, per_day, over, budget, use.advice)
-        if growth.over_budget and not growth.advice:  # the advice names the layout: ask it
-            measured = disk_use(name, entry)
-            growth = replace(growth, advice=measured.advice if measured else "")
+        if growth.over_budget and not growth.advice:  # a sample's: the layout's own, unwalked
+            growth = replace(growth, advice=disk_advice(name, entry))
         found[name] = growth
     return found
 

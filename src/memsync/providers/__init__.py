@@ -4,8 +4,9 @@ The module a type's ``build`` lives in may also say, from the config entry alone
 daemon can do for it before anything is built: ``watched_files(name, entry, keys)``, the local
 files its store lives in (``watched.py``), ``change_probe(name, entry)``, how one cheap
 request says which scopes changed (``change_probe.py``), ``pushed_changes(name, entry)``,
-the changes its store pushes to a URL (``pushed.py``), and ``disk_use(name, entry)``, what its
-store files take on disk (``disk.py``). This registry is the one place that
+the changes its store pushes to a URL (``pushed.py``), ``disk_use(name, entry)``, what its
+store files take on disk (``disk.py``), and ``disk_advice(name, entry)``, what would make them
+grow slower. This registry is the one place that
 looks a type up; everything above it asks through these functions or the ``Provider``.
 """
 
@@ -143,6 +144,13 @@ def disk_use(name: str, entry: ProviderConfig) -> DiskUse | None:
     return found
 
 
+def disk_advice(name: str, entry: ProviderConfig) -> str:
+    """What would make provider NAME's store files grow slower, from its config alone (a look
+    over budget says it without walking thousands of stores); "" when its type says nothing."""
+    hook = _hook(name, entry, "disk_advice")
+    return "" if hook is None else str(hook(name, entry))
+
+
 def check_for_daemon(config: Config) -> None:
     """Each type's refusal (a ConfigError) of what would stop a long-running daemon, asked at
     its start and before a reload: ``check_for_daemon(name, entry, config)`` beside its build."""
@@ -158,6 +166,7 @@ __all__ = [
     "build_provider",
     "change_probe",
     "check_for_daemon",
+    "disk_advice",
     "disk_use",
     "not_served",
     "pushed_changes",

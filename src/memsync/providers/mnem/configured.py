@@ -29,6 +29,7 @@ from memsync.providers.base import Provider
 from memsync.providers.discovery import Discovery
 from memsync.providers.disk import DiskUse
 from memsync.providers.held import HeldStores
+from memsync.providers.mnem.disk import advice as layout_advice
 from memsync.providers.mnem.disk import disk_use as store_disk_use
 from memsync.providers.mnem.layouts import LangGraphLayout, layout_from_config
 from memsync.providers.mnem.on_demand import OnDemandMnemProvider
@@ -219,11 +220,17 @@ def disk_use(name: str, entry: MnemConfig) -> DiskUse:
     return store_disk_use(entry)
 
 
+def disk_advice(name: str, entry: MnemConfig) -> str:
+    """What would make its stores grow slower: its layout's (``disk.py``), nothing read."""
+    return layout_advice(entry)
+
+
 __all__ = [
     "NamespacePerScope",
     "StorePerScope",
     "build",
     "config_scope_key",
+    "disk_advice",
     "disk_use",
     "watched_files",
 ]
