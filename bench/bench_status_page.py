@@ -3,8 +3,9 @@
 The overview asks for `collect_status` every five seconds (the same data as `memsync status
 --json`): per provider × scope counts, outbox counts, runs, conflicts, cutover readiness, as
 JSON over HTTP. Its baseline is the one question it cannot avoid, the provider × scope
-counts, asked of the same file with plain sqlite3 in the same run (a scan of the mirror: no
-index holds scope_key); the ratio is what everything else the poll does costs on top.
+counts, asked of the same file with plain sqlite3 in the same run (from the index staging
+keeps on provider and scope_key, as the poll reads them); the ratio is what everything else
+the poll does costs on top.
 """
 
 from __future__ import annotations
