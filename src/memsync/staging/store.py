@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RECORD_COLUMNS", "StagingStore", "checkpoint", "dumps", "record_row", "row_record"]
 
+MIN_SQLITE = (3, 31, 0)  # generated columns (schema 13); a migration would fail part way
 BUSY_TIMEOUT_S = 10.0  # a writer waits this long for another's transaction, then fails
 # SQLite's page cache: 32 MiB for a cycle, so a million-record mirror stays cache-friendly (a
 # ceiling, not an allocation: small stores use what they need); 2 MiB for a look that only
@@ -106,6 +107,12 @@ class StagingStore:
         (status, the page, /metrics, a backup) gets a small page cache: scanning gains
         nothing from a large one, and in the daemon each is memory taken beside the cycle's."""
         path = Path(path)
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            raise StagingError(
+                f"this Python's SQLite is {sqlite3.sqlite_version}; memsync's staging database "
+                f"needs SQLite {'.'.join(map(str, MIN_SQLITE))} or newer (generated columns): "
+                "run memsync with a Python built against a newer SQLite"
+            )
         if not path.exists():
             if not create:
                 raise StagingError(f"{path}: no staging database yet; run `memsync sync` first")
