@@ -91,17 +91,24 @@ def test_status_the_page_and_metrics_show_each_stores_size_and_growth(home: Path
     assert not [s for s in found if s.labels.get("provider") == "mem0" and "disk" in s.name]
 
 
-def test_check_warns_when_a_team_store_grows_past_its_budget_and_names_a_cheaper_layout(
-    home: Path, cli: Any
-) -> None:
-    configure(home)  # one store for every user: each commit costs the whole team's memories
+def team_store_with_a_budget(home: Path, cli: Any, budget: str) -> Path:
+    """One store for every user (each commit costs the whole team's memories) with BUDGET a
+    day, synced once with alice's memories; its config file."""
+    configure(home)
     config = home / "config" / "config.toml"
     config.write_text(
-        config.read_text().replace("create = true", 'create = true\ngrowth_budget = "1MB"')
+        config.read_text().replace("create = true", f'create = true\ngrowth_budget = "{budget}"')
     )
     with Mem0App(home) as memory:
         add(memory, "alice", ALICE)
     sync(cli)
+    return config
+
+
+def test_check_warns_when_a_team_store_grows_past_its_budget_and_names_a_cheaper_layout(
+    home: Path, cli: Any
+) -> None:
+    config = team_store_with_a_budget(home, cli, "1MB")
     assert "WARNING" not in cli("check").output  # no rate measured yet: nothing said
     before, after = grow_and_sample(home, cli)
     per_day = (after - before) / 120 * 86_400
@@ -177,14 +184,7 @@ def test_a_look_past_the_budget_names_the_cheaper_layout_without_reading_the_sto
 ) -> None:
     """Past its budget, a look once walked every store for the advice the layout alone gives:
     at 5,000 users, over half of each page poll while agents wrote (issue 40 §7)."""
-    configure(home)
-    config = home / "config" / "config.toml"
-    config.write_text(
-        config.read_text().replace("create = true", 'create = true\ngrowth_budget = "1MB"')
-    )
-    with Mem0App(home) as memory:
-        add(memory, "alice", ALICE)
-    sync(cli)
+    team_store_with_a_budget(home, cli, "1MB")
     grow_and_sample(home, cli)  # its newest sample is fresh, and the rate past the budget
     walked: list[Path] = []
     monkeypatch.setattr(mnem_disk, "store_bytes", lambda store: walked.append(store) or 0)
