@@ -6,6 +6,8 @@ grew by a hundred megabytes at each look: every scope's last cycle (15,000 of th
 once, then folded. Here a real staging store holds scopes in every state a fold must say
 (ok, partial, refused, busy, error; hidden records, rollbacks, writes waiting, scopes of a
 provider the config no longer names), and the folded report is compared with the old one.
+Staging sums the plain cycles (ok or skipped, no copies kept out) in SQL from columns it makes
+of each cycle's JSON (schema 13); a team of plain cycles alone is compared the same way.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ CONFIG = '[sync]\nactive = "team"\n' + "".join(
     f'\n[providers.{name}]\ntype = "pmm-dir"\npath = "{{home}}/{name}"\n'
     for name in ("team", "agents")
 )
-TROUBLED: list[dict[str, Any]] = [
+IN_EVERY_STATE: list[dict[str, Any]] = [
     {"state": "ok", "complete": True, "added": 2, "written": 1, "synced_at": NOW},
     {"state": "partial", "partial_reason": "the listing was cut short", "listed": 4},
     {"state": "refused", "refused": "would delete 9 of 10", "refused_by": "max_delete"},
@@ -54,7 +56,7 @@ PLAIN: list[dict[str, Any]] = [
     },
     {"state": "ok", "complete": True, "written": 4, "synced_at": "", "outside": 2},
 ]
-STATES = TROUBLED + PLAIN
+STATES = IN_EVERY_STATE + PLAIN
 
 
 def staged_team(home: Path, users: int, states: list[dict[str, Any]] = STATES) -> None:
